@@ -1,0 +1,49 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// `LUCID_INTERNAL_CHECKS` turns on `checkInvariants()` validators (B-tree shape, page builders, ...)
+/// in debug builds. They are expensive (a full tree walk after mutations in tests) and invalidate every
+/// documented performance figure; release builds compile them out entirely.
+let internalChecks: [SwiftSetting] = [.define("LUCID_INTERNAL_CHECKS", .when(configuration: .debug))]
+
+let package = Package(
+    name: "Lucid",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "LucidEngine", targets: ["LucidEngine"]),
+        .library(name: "LucidEngineTestSupport", targets: ["LucidEngineTestSupport"]),
+        .executable(name: "lucid-demo", targets: ["lucid-demo"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+    ],
+    targets: [
+        // Debian's liblz4 (block API only). Never appears in a public API.
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]
+        ),
+        // Small audited C helpers: hardware CRC32C with a portable fallback.
+        .target(name: "CLucidSupport"),
+        .target(
+            name: "LucidEngine",
+            dependencies: ["CLZ4", "CLucidSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: internalChecks
+        ),
+        // Fault-injecting in-memory file system and corruption helpers, shared by tests and Fuzz/.
+        .target(
+            name: "LucidEngineTestSupport",
+            dependencies: ["LucidEngine"],
+            swiftSettings: internalChecks
+        ),
+        .executableTarget(name: "lucid-demo", dependencies: ["LucidEngine"]),
+        // Child process for the kill -9 crash tests.
+        .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine"]),
+        .testTarget(
+            name: "LucidEngineTests",
+            dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],
+            swiftSettings: internalChecks
+        ),
+    ]
+)

@@ -1,0 +1,4 @@
+#ifndef LUCID_CLZ4_SHIM_H
+#define LUCID_CLZ4_SHIM_H
+#include <lz4.h>
+#endif

@@ -1,0 +1,66 @@
+// CRC32C (Castagnoli). The only C in the engine besides liblz4: a hardware path via the SSE4.2
+// crc32 instruction, chosen at run time, and a portable slicing-by-8 table fallback.
+#include "lucid_support.h"
+#include <string.h>
+
+static uint32_t table[8][256];
+static int table_ready = 0;
+static int hw_checked = 0;
+static int hw_available = 0;
+
+static void build_table(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : (c >> 1);
+        table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = table[0][i];
+        for (int t = 1; t < 8; t++) { c = table[0][c & 0xFF] ^ (c >> 8); table[t][i] = c; }
+    }
+    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+}
+
+static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t n) {
+    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    while (n >= 8) {
+        uint64_t v; memcpy(&v, p, 8);
+        uint32_t lo = (uint32_t)v ^ crc, hi = (uint32_t)(v >> 32);
+        crc = table[7][lo & 0xFF] ^ table[6][(lo >> 8) & 0xFF] ^ table[5][(lo >> 16) & 0xFF] ^ table[4][lo >> 24]
+            ^ table[3][hi & 0xFF] ^ table[2][(hi >> 8) & 0xFF] ^ table[1][(hi >> 16) & 0xFF] ^ table[0][hi >> 24];
+        p += 8; n -= 8;
+    }
+    while (n--) crc = table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t n) {
+    uint64_t c = crc;
+    while (n >= 8) { uint64_t v; memcpy(&v, p, 8); c = __builtin_ia32_crc32di(c, v); p += 8; n -= 8; }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+#endif
+
+int lucid_crc32c_hardware(void) {
+    if (!__atomic_load_n(&hw_checked, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        hw_available = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#endif
+        __atomic_store_n(&hw_checked, 1, __ATOMIC_RELEASE);
+    }
+    return hw_available;
+}
+
+uint32_t lucid_crc32c_extend(uint32_t crc, const void *data, size_t length) {
+    const unsigned char *p = (const unsigned char *)data;
+    uint32_t c = crc ^ 0xFFFFFFFFu;
+#if defined(__x86_64__)
+    if (lucid_crc32c_hardware()) return crc_hw(c, p, length) ^ 0xFFFFFFFFu;
+#endif
+    return crc_sw(c, p, length) ^ 0xFFFFFFFFu;
+}

@@ -1,0 +1,160 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open LucidEngine store: keyspaces of ordered keys and values in an append-only log of checksummed,
+/// LZ4-compressed pages, indexed by an in-memory B-tree.
+///
+/// - Thread-safe: any number of concurrent readers; one writer thread that groups concurrent commits so that many
+///   waiting batches share one write and one `fdatasync`.
+/// - Durable: with the default ``EngineOptions/SyncMode/always`` a commit returns only after its data is synced;
+///   after any crash the store reopens with every acknowledged batch and no partial one.
+/// - One open per store: a second ``open(at:options:)`` of the same directory, from this process or another,
+///   throws ``LucidError/Code/locked``.
+///
+/// ```swift
+/// let engine = try Engine.open(at: "/var/lib/app/store")
+/// var batch = WriteBatch()
+/// batch.put(Array("hello".utf8), forKey: Array("k1".utf8), in: "greetings")
+/// try await engine.commit(batch)
+/// let value = try engine.get(Array("k1".utf8), in: "greetings")
+/// try engine.close()
+/// ```
+public final class Engine: Sendable {
+    let core: EngineCore
+
+    init(core: EngineCore) { self.core = core }
+
+    deinit { try? core.close() }
+
+    /// Opens (or, with ``EngineOptions/createIfMissing``, creates) the store in directory `path`, running crash
+    /// recovery. - Complexity: reads every segment once (O(store size)).
+    /// - Throws: ``LucidError/Code/locked`` when open elsewhere; ``LucidError/Code/corruption`` (with file and
+    ///   offset) when acknowledged data is damaged; ``LucidError/Code/unsupportedFormatVersion``;
+    ///   ``LucidError/Code/notFound`` when there is no store and creation is off; ``LucidError/Code/io``.
+    public static func open(at path: String, options: EngineOptions = EngineOptions()) throws -> Engine {
+        try options.validate()
+        if case .salvage(let destination) = options.recoveryMode {
+            _ = try salvage(from: path, to: destination, options: options)
+            var reopened = options
+            reopened.recoveryMode = .pointInTime
+            return try open(at: destination, options: reopened)
+        }
+        let fileSystem = options.fileSystem
+        if !fileSystem.directoryExists(at: path) {
+            guard options.createIfMissing else {
+                throw LucidError(code: .notFound, message: "no such store directory", file: path)
+            }
+            try fileSystem.createDirectory(at: path)
+        }
+        let lock = try fileSystem.lockFile(at: path + "/" + Format.lockFileName, pid: getpid())
+        do {
+            var recovery = Recovery(path: path, options: options)
+            let (state, writer) = try recovery.run()
+            let core = EngineCore(path: path, options: options, lock: lock, state: state, writer: writer,
+                                  report: recovery.report)
+            core.start()
+            return Engine(core: core)
+        } catch {
+            lock.unlock()
+            throw error
+        }
+    }
+
+    /// The store's directory.
+    public var path: String { core.path }
+
+    /// What recovery did when this engine was opened.
+    public var recoveryReport: RecoveryReport { core.recoveryReport }
+
+    // MARK: Reads
+
+    /// The value under `key` in `keyspace`, or nil. - Complexity: O(log n), plus one verified page read on a
+    /// page-cache miss. - Throws: ``LucidError/Code/corruption`` if the page fails its checksum; closed; io.
+    public func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
+        try core.get(key, in: keyspace)
+    }
+
+    /// A consistent view as of the last commit. - Complexity: O(1).
+    public func snapshot() -> Snapshot { Snapshot(core: core, state: core.currentState()) }
+
+    /// The records of `range`, in key order (descending when `reverse`), at most `limit`; reads a snapshot, so
+    /// concurrent commits are either wholly visible or not at all. - Complexity: O(log n + k) plus page reads.
+    public func scan(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
+                     limit: Int? = nil) throws -> [KeyValue] {
+        try snapshot().scan(in: keyspace, range: range, reverse: reverse, limit: limit)
+    }
+
+    /// Number of keys in `keyspace`. - Complexity: O(1).
+    public func count(in keyspace: String) -> Int {
+        core.state.read { $0.keyspaces[keyspace]?.count ?? 0 }
+    }
+
+    /// Names of the keyspaces holding at least one key, sorted.
+    public func keyspaces() -> [String] { snapshot().keyspaces() }
+
+    // MARK: Writes
+
+    /// Commits `batch` atomically and returns its sequence number once it is durable (per the sync mode).
+    /// Concurrent callers share writes and syncs (group commit).
+    /// - Throws: ``LucidError/Code/invalidArgument`` (limits), ``LucidError/Code/failedState`` after an earlier
+    ///   write failure, ``LucidError/Code/io`` when this write or sync fails (then nothing is acknowledged and
+    ///   the engine refuses writes until reopened), closed.
+    @discardableResult
+    public func commit(_ batch: WriteBatch) async throws -> UInt64 {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UInt64, any Error>) in
+            core.submit(batch) { result in continuation.resume(with: result.mapError { $0 as any Error }) }
+        }
+    }
+
+    /// ``commit(_:)`` for synchronous callers: blocks the calling thread until the batch is durable. Do not call
+    /// from the Swift concurrency pool; use ``commit(_:)`` there.
+    @discardableResult
+    public func commitAndWait(_ batch: WriteBatch) throws -> UInt64 {
+        let box = ResultBox<UInt64>()
+        core.submit(batch) { box.fulfill($0) }
+        return try box.wait().get()
+    }
+
+    /// Stores one value (a batch of one put).
+    @discardableResult
+    public func put(_ value: [UInt8], forKey key: [UInt8], in keyspace: String,
+                    indexTerms: [IndexTerm] = []) async throws -> UInt64 {
+        var batch = WriteBatch()
+        batch.put(value, forKey: key, in: keyspace, indexTerms: indexTerms)
+        return try await commit(batch)
+    }
+
+    /// Removes one key (a batch of one delete).
+    @discardableResult
+    public func delete(_ key: [UInt8], in keyspace: String) async throws -> UInt64 {
+        var batch = WriteBatch()
+        batch.delete(key, in: keyspace)
+        return try await commit(batch)
+    }
+
+    /// Makes every acknowledged commit durable now (useful with the grouped and none sync modes).
+    public func sync() throws {
+        let box = ResultBox<UInt64>()
+        core.submit(WriteBatch(), forceSync: true) { box.fulfill($0) }
+        _ = try box.wait().get()
+    }
+
+    // MARK: Lifecycle
+
+    /// Waits for queued commits, syncs, closes files and releases the lock. Further calls throw
+    /// ``LucidError/Code/closed``. Idempotent.
+    public func close() throws { try core.close() }
+
+    /// Counters: sequence, segments, cache hits, commit groups and syncs.
+    public var statistics: EngineStatistics {
+        let s = core.currentState()
+        let total = s.segments.keys.reduce(UInt64(0)) { $0 + s.visibleLength(of: $1) }
+        return EngineStatistics(
+            lastSequence: s.lastSequence, segments: s.segments.count, totalBytes: total, liveKeys: s.liveKeys,
+            cacheHits: core.cache.hits, cacheMisses: core.cache.misses,
+            groupsWritten: core.groupsWritten.load(ordering: .relaxed),
+            syncs: core.syncCount.load(ordering: .relaxed),
+            batchesCommitted: core.batchesCommitted.load(ordering: .relaxed))
+    }
+}

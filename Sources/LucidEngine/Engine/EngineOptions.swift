@@ -1,0 +1,62 @@
+import Logging
+
+/// How an ``Engine`` is opened and how it trades durability for speed.
+public struct EngineOptions: Sendable {
+    /// When a commit is made durable.
+    public enum SyncMode: Sendable, Hashable {
+        /// Every commit group is `fdatasync`'d before any of its batches is acknowledged (the default).
+        /// An acknowledged commit survives a crash or power loss.
+        case always
+        /// Commits are acknowledged once written; the writer `fdatasync`s when the last sync is older than the
+        /// interval (checked at each commit), on ``Engine/sync()`` and on close. A crash may lose the most recent
+        /// commits, always as a suffix: the recovered state is the state after some commit.
+        case grouped(milliseconds: Int)
+        /// Never `fdatasync` except on ``Engine/sync()``, roll and close. Same suffix-only loss rule.
+        case none
+    }
+
+    /// What open does with damage it finds.
+    public enum RecoveryMode: Sendable, Hashable {
+        /// Cut a torn or never-synced tail back to the last complete commit group (and report what was
+        /// dropped); fail with ``LucidError/Code/corruption`` when data that was acknowledged durable is damaged.
+        case pointInTime
+        /// Fail on any damage, including a torn tail. The store is never modified by recovery.
+        case strict
+        /// Copy every verifiable commit group of the (damaged) store into a new store at `destination` and open
+        /// that one. The source is never modified. See ``Engine/salvage(from:to:options:)``.
+        case salvage(destination: String)
+    }
+
+    /// Durability of commits. Default ``SyncMode/always``.
+    public var syncMode: SyncMode = .always
+    /// Target size of a raw (uncompressed) page, 4 KiB ... 1 MiB. Default 16 KiB.
+    public var pageSize: Int = Format.defaultPageSize
+    /// Bytes of decompressed pages kept in memory for reads. Default 64 MiB; 0 disables the cache.
+    public var pageCacheBytes: Int = 64 << 20
+    /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 2 GiB).
+    public var segmentSize: UInt64 = Format.defaultSegmentSize
+    /// What open does with damage. Default ``RecoveryMode/pointInTime``.
+    public var recoveryMode: RecoveryMode = .pointInTime
+    /// Create the store when the directory holds none. Default true.
+    public var createIfMissing: Bool = true
+    /// The file layer. Default ``PosixFileSystem``; tests pass a fault-injecting one.
+    public var fileSystem: any FileSystem = PosixFileSystem()
+    /// Where recovery and failure messages go.
+    public var logger: Logger = Logger(label: "lucid.engine")
+
+    /// The defaults: durable commits, 16 KiB pages, 64 MiB cache and segments, point-in-time recovery.
+    public init() {}
+
+    func validate() throws {
+        guard (4 << 10)...(1 << 20) ~= pageSize else {
+            throw LucidError.invalidArgument("pageSize must be between 4 KiB and 1 MiB, not \(pageSize)")
+        }
+        guard pageCacheBytes >= 0 else { throw LucidError.invalidArgument("pageCacheBytes must not be negative") }
+        guard (1 << 20)...Format.maxSegmentSize ~= segmentSize else {
+            throw LucidError.invalidArgument("segmentSize must be between 1 MiB and 2 GiB, not \(segmentSize)")
+        }
+        if case .grouped(let ms) = syncMode, ms < 0 {
+            throw LucidError.invalidArgument("grouped sync interval must not be negative")
+        }
+    }
+}

@@ -1,0 +1,102 @@
+/// What recovery did when the store was opened.
+public struct RecoveryReport: Sendable, Hashable {
+    /// True when the store did not exist and was created.
+    public var created = false
+    /// Segments read (sealed and active).
+    public var segmentsScanned = 0
+    /// Commit groups replayed.
+    public var groupsReplayed = 0
+    /// Records replayed.
+    public var recordsReplayed = 0
+    /// Bytes cut from the end of the active segment (a torn or never-synced tail).
+    public var droppedBytes: UInt64 = 0
+    /// Whole or partial pages among the dropped bytes.
+    public var droppedPages = 0
+    /// The segment that was truncated, if any.
+    public var truncatedFile: String?
+    /// Where the tail was cut.
+    public var truncatedAtOffset: UInt64?
+    /// Files removed because no manifest named them (an interrupted roll) or because they were temporary.
+    public var removedFiles: [String] = []
+    /// The last commit sequence in the recovered state.
+    public var lastSequence: UInt64 = 0
+}
+
+/// One problem found by ``Engine/verify()``.
+public struct VerifyProblem: Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong.
+    public enum Kind: String, Sendable, Hashable {
+        /// A page, header or manifest failed a check.
+        case corruption
+        /// A file the manifest names is missing or has the wrong length.
+        case missingOrWrongLength
+        /// The in-memory index disagrees with the log.
+        case indexMismatch
+        /// A file could not be read.
+        case io
+    }
+    public var kind: Kind
+    public var file: String
+    public var offset: UInt64?
+    public var detail: String
+
+    public var description: String {
+        "\(file)" + (offset.map { ":\($0)" } ?? "") + ": \(kind.rawValue): \(detail)"
+    }
+}
+
+/// The result of ``Engine/verify()``.
+public struct VerifyReport: Sendable, Hashable {
+    /// Every problem found; empty when the store is sound.
+    public var problems: [VerifyProblem] = []
+    /// Segments checked.
+    public var segments = 0
+    /// Pages checked (every checksum verified and every payload decoded).
+    public var pages = 0
+    /// Records decoded.
+    public var records = 0
+    /// Live keys across keyspaces, as the log says.
+    public var liveKeys = 0
+    /// Bytes of segment files checked.
+    public var bytes: UInt64 = 0
+    /// True when no problem was found.
+    public var ok: Bool { problems.isEmpty }
+}
+
+/// The result of ``Engine/salvage(from:to:options:)``.
+public struct SalvageReport: Sendable, Hashable {
+    /// Commit groups copied to the new store.
+    public var groupsCopied = 0
+    /// Records copied.
+    public var recordsCopied = 0
+    /// Commit groups that could not be verified and were left behind (best estimate: groups whose pages failed).
+    public var groupsLost = 0
+    /// Byte ranges of the source that failed verification: (file, offset, length).
+    public var damagedRanges: [DamagedRange] = []
+
+    /// A range of a source file that was skipped.
+    public struct DamagedRange: Sendable, Hashable {
+        public var file: String
+        public var offset: UInt64
+        public var length: UInt64
+    }
+}
+
+/// Counters describing an open engine.
+public struct EngineStatistics: Sendable, Hashable {
+    /// Last committed sequence number.
+    public var lastSequence: UInt64
+    /// Segment files in use.
+    public var segments: Int
+    /// Bytes of all segment files.
+    public var totalBytes: UInt64
+    /// Live keys across keyspaces.
+    public var liveKeys: Int
+    /// Page cache hits and misses since open.
+    public var cacheHits: UInt64
+    public var cacheMisses: UInt64
+    /// Commit groups written and fdatasync calls made since open (group commit makes groups < commits).
+    public var groupsWritten: UInt64
+    public var syncs: UInt64
+    public var batchesCommitted: UInt64
+}

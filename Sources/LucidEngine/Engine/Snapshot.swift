@@ -1,0 +1,64 @@
+/// A consistent, read-only view of the store as of one commit.
+///
+/// Taking one costs O(1); it sees whole committed batches only and never changes, while the writer goes on.
+/// It keeps the segment files it needs open until it is released, and its existence makes the writer copy the
+/// B-tree nodes it modifies (copy-on-write), so do not hold snapshots longer than needed. Reads throw
+/// ``LucidError/Code/closed`` once the engine is closed.
+public struct Snapshot: Sendable {
+    let core: EngineCore
+    let state: EngineState
+
+    /// The sequence number of the last commit this snapshot sees.
+    public var sequence: UInt64 { state.lastSequence }
+
+    /// The value under `key`, or nil. - Complexity: O(log n) plus one page read on a cache miss.
+    /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum, ``LucidError/Code/io``, closed.
+    public func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
+        try core.checkOpen()
+        guard let location = state.keyspaces[keyspace]?.value(forKey: key) else { return nil }
+        return try core.readValue(location, file: state.segments[UInt64(location.segment)])
+    }
+
+    /// Number of keys in `keyspace`. - Complexity: O(1).
+    public func count(in keyspace: String) -> Int { state.keyspaces[keyspace]?.count ?? 0 }
+
+    /// Names of the keyspaces that hold at least one key, sorted.
+    public func keyspaces() -> [String] { state.keyspaces.filter { !$0.value.isEmpty }.keys.sorted() }
+
+    /// Calls `body` for each record in `range`, in key order (descending when `reverse`), at most `limit`
+    /// times; `body` returns false to stop early. Values are read lazily, one page at a time through the cache.
+    public func forEach(in keyspace: String, range: KeyRange = .all, reverse: Bool = false, limit: Int? = nil,
+                        _ body: (KeyValue) throws -> Bool) throws {
+        try core.checkOpen()
+        guard let tree = state.keyspaces[keyspace] else { return }
+        var remaining = limit ?? Int.max
+        guard remaining > 0 else { return }
+        try tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, location in
+            let value = try core.readValue(location, file: state.segments[UInt64(location.segment)])
+            remaining -= 1
+            return try body(KeyValue(key: Array(key), value: value)) && remaining > 0
+        }
+    }
+
+    /// The records in `range`, in key order (descending when `reverse`), at most `limit` of them.
+    public func scan(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
+                     limit: Int? = nil) throws -> [KeyValue] {
+        var result: [KeyValue] = []
+        try forEach(in: keyspace, range: range, reverse: reverse, limit: limit) { result.append($0); return true }
+        return result
+    }
+
+    /// The keys in `range` without reading values. - Complexity: O(log n + k), no I/O.
+    public func keys(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
+                     limit: Int? = nil) -> [[UInt8]] {
+        guard let tree = state.keyspaces[keyspace] else { return [] }
+        var result: [[UInt8]] = []
+        let cap = limit ?? Int.max
+        guard cap > 0 else { return [] }
+        tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, _ in
+            result.append(Array(key))
+            return result.count < cap
+        }
+        return result
+    }
+}

@@ -1,0 +1,69 @@
+/// Every constant of the on-disk format, mirrored from `docs/FORMAT.md`. Nothing else defines one.
+/// Changing any layout bumps ``formatVersion``.
+enum Format {
+    /// Version written into manifests and segment headers; a larger one on disk is refused on open.
+    static let formatVersion: UInt32 = 1
+
+    // MARK: Files
+    static let lockFileName = "LOCK"
+    static let manifestSlotNames = ["MANIFEST-0", "MANIFEST-1"]
+    static let segmentSuffix = ".seg"
+    static let temporarySuffix = ".tmp"
+
+    // MARK: Manifest
+    static let manifestMagic: [UInt8] = Array("LUCIDMAN".utf8)
+    static let manifestHeaderLength = 24
+    static let manifestMaxBodyLength = 16 << 20
+    static let manifestMaxSegments = 1_000_000
+    static let manifestSegmentEntryLength = 25
+    static let segmentStateSealed: UInt8 = 1
+    static let segmentStateActive: UInt8 = 2
+
+    // MARK: Segment header
+    static let segmentMagic: [UInt8] = Array("LUCIDSEG".utf8)
+    static let segmentHeaderLength = 64
+    static let segmentHeaderCRCOffset = 60
+    static let segmentKindLog: UInt32 = 1
+    static let segmentKindCompacted: UInt32 = 2
+
+    // MARK: Page header
+    static let pageMagic: UInt32 = 0x4C50_4147
+    static let pageHeaderLength = 48
+    static let pageHeaderCRCOffset = 44
+    static let pageTypeData: UInt8 = 1
+    static let pageTypeSafeToIgnoreBit: UInt8 = 0x20
+    static let pageFlagCompressed: UInt8 = 1 << 0
+    static let pageFlagCommit: UInt8 = 1 << 1
+    static let pageKnownFlags: UInt8 = pageFlagCompressed | pageFlagCommit
+    static let maxRawPageLength = 8 << 20
+    static let maxRecordsPerPage = Int(UInt16.max)
+
+    // MARK: Records
+    static let recordKindPut: UInt8 = 1
+    static let recordKindDelete: UInt8 = 2
+    static let maxKeyspaceNameLength = 255
+    static let maxKeyLength = 1024
+    static let maxValueLength = 4 << 20
+    static let maxIndexTermsPerRecord = 4096
+    static let maxIndexNameLength = 255
+    static let maxIndexTermLength = 1024
+
+    // MARK: Writer policy (not format, but documented with it)
+    static let defaultPageSize = 16 << 10
+    static let compressionMinimumSavingDivisor = 8   // keep LZ4 output only when it saves >= 1/8
+    static let defaultSegmentSize: UInt64 = 64 << 20
+    static let maxSegmentSize: UInt64 = 1 << 31      // locations store page offsets as UInt32
+    static let groupCommitExtraBytes = 1 << 20
+
+    /// The name of segment `id`: 16 hex digits + ".seg".
+    static func segmentFileName(_ id: UInt64) -> String {
+        let hex = String(id, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex + segmentSuffix
+    }
+
+    /// The id of a segment file name, or nil when the name is not one.
+    static func segmentId(fromFileName name: String) -> UInt64? {
+        guard name.hasSuffix(segmentSuffix), name.utf8.count == 16 + segmentSuffix.utf8.count else { return nil }
+        return UInt64(name.dropLast(segmentSuffix.count), radix: 16)
+    }
+}

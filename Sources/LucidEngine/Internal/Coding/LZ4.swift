@@ -1,0 +1,45 @@
+import CLZ4
+
+/// The engine's safe wrapper of liblz4's block API. The C module stays behind this file.
+enum LZ4 {
+    /// The worst-case compressed size of `count` bytes (`LZ4_COMPRESSBOUND`).
+    @inline(__always) static func bound(_ count: Int) -> Int { count + count / 255 + 16 }
+
+    /// Compresses `source` and appends the result to `destination`; returns the compressed size, or `nil`
+    /// when LZ4 could not compress (input too large). `destination` is untouched on `nil`.
+    static func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8]) -> Int? {
+        guard source.count > 0, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
+        let start = destination.count
+        let capacity = bound(source.count)
+        destination.append(contentsOf: repeatElement(0, count: capacity))
+        let written = destination.withUnsafeMutableBytes { dst -> Int32 in
+            LZ4_compress_default(
+                source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+                Int32(source.count), Int32(capacity))
+        }
+        guard written > 0 else {
+            destination.removeLast(capacity)
+            return nil
+        }
+        destination.removeLast(capacity - Int(written))
+        return Int(written)
+    }
+
+    /// Decompresses `source` into exactly `rawLength` bytes with `LZ4_decompress_safe`, which never writes
+    /// outside its buffer whatever the input. Returns `nil` when the input is malformed or does not decode to
+    /// exactly `rawLength` bytes. The caller bounds `rawLength` before calling.
+    static func decompress(_ source: UnsafeRawBufferPointer, rawLength: Int) -> [UInt8]? {
+        guard rawLength > 0, source.count > 0, source.count <= Int(Int32.max) else { return nil }
+        var ok = false
+        let result = [UInt8](unsafeUninitializedCapacity: rawLength) { dst, initialized in
+            let n = LZ4_decompress_safe(
+                source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                UnsafeMutableRawPointer(dst.baseAddress!).assumingMemoryBound(to: CChar.self),
+                Int32(source.count), Int32(rawLength))
+            ok = n == Int32(rawLength)
+            initialized = ok ? rawLength : 0
+        }
+        return ok ? result : nil
+    }
+}

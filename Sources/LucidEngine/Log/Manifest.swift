@@ -1,0 +1,124 @@
+/// The list of live segments: the store's single source of truth (docs/FORMAT.md, "Manifest slot").
+struct Manifest: Sendable, Hashable {
+    struct Segment: Sendable, Hashable {
+        var id: UInt64
+        var sealed: Bool
+        var sealedLength: UInt64
+        var firstLSN: UInt64
+    }
+
+    var version: UInt64
+    var nextSegmentId: UInt64
+    var segments: [Segment]
+
+    var active: Segment? { segments.first { !$0.sealed } }
+
+    func encode() -> [UInt8] {
+        var body = ByteWriter()
+        body.u64(nextSegmentId)
+        body.u32(UInt32(segments.count))
+        for s in segments {
+            body.u64(s.id)
+            body.u8(s.sealed ? Format.segmentStateSealed : Format.segmentStateActive)
+            body.u64(s.sealedLength)
+            body.u64(s.firstLSN)
+        }
+        var w = ByteWriter(capacity: Format.manifestHeaderLength + body.count + 4)
+        w.raw(Format.manifestMagic)
+        w.u32(Format.formatVersion)
+        w.u32(UInt32(body.count))
+        w.u64(version)
+        w.raw(body.bytes)
+        w.u32(CRC32C.mask(CRC32C.checksum(w.bytes)))
+        return w.bytes
+    }
+
+    /// Outcome of reading one slot.
+    enum SlotState: Equatable {
+        case missing
+        case invalid(String)
+        case valid(Manifest)
+    }
+
+    /// Decodes a slot's bytes. Throws only for a newer format version; any other damage is `.invalid`.
+    static func decode(_ bytes: [UInt8], file: String) throws -> SlotState {
+        if bytes.isEmpty { return .invalid("empty") }
+        return try bytes.withUnsafeBytes { raw -> SlotState in
+            var r = ByteReader(raw)
+            guard raw.count >= Format.manifestHeaderLength + 4 else { return .invalid("truncated") }
+            guard r.bytes(8) == Format.manifestMagic else { return .invalid("bad magic") }
+            let version = r.u32()!
+            if version > Format.formatVersion {
+                throw LucidError(code: .unsupportedFormatVersion,
+                                 message: "manifest format version \(version) is newer than \(Format.formatVersion)",
+                                 file: file, offset: 8)
+            }
+            let bodyLength = Int(r.u32()!)
+            guard bodyLength <= Format.manifestMaxBodyLength,
+                  raw.count >= Format.manifestHeaderLength + bodyLength + 4 else { return .invalid("truncated body") }
+            let manifestVersion = r.u64()!
+            let end = Format.manifestHeaderLength + bodyLength
+            let stored = raw.loadUnaligned(fromByteOffset: end, as: UInt32.self).littleEndian
+            guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<end]))) == stored else {
+                return .invalid("checksum mismatch")
+            }
+            guard version >= 1 else { return .invalid("format version 0") }
+            var body = ByteReader(UnsafeRawBufferPointer(rebasing: raw[Format.manifestHeaderLength..<end]))
+            guard let next = body.u64(), let count = body.u32(), Int(count) <= Format.manifestMaxSegments,
+                  Int(count) * Format.manifestSegmentEntryLength == body.remaining else {
+                return .invalid("malformed body")
+            }
+            var segments: [Segment] = []
+            segments.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                let id = body.u64()!, state = body.u8()!, length = body.u64()!, first = body.u64()!
+                guard state == Format.segmentStateSealed || state == Format.segmentStateActive,
+                      id < next else { return .invalid("malformed segment entry") }
+                segments.append(Segment(id: id, sealed: state == Format.segmentStateSealed,
+                                        sealedLength: length, firstLSN: first))
+            }
+            guard segments.filter({ !$0.sealed }).count == 1,
+                  Set(segments.map(\.id)).count == segments.count else {
+                return .invalid("must name exactly one active segment and no segment twice")
+            }
+            return .valid(Manifest(version: manifestVersion, nextSegmentId: next, segments: segments))
+        }
+    }
+}
+
+/// Reads and writes the two manifest slots of a store directory.
+struct ManifestStore: Sendable {
+    let directory: String
+    let fileSystem: any FileSystem
+
+    func slotPath(_ index: Int) -> String { directory + "/" + Format.manifestSlotNames[index] }
+
+    /// The state of both slots.
+    func readSlots() throws -> [Manifest.SlotState] {
+        try (0..<2).map { i in
+            let path = slotPath(i)
+            guard fileSystem.fileExists(at: path) else { return .missing }
+            let handle = try fileSystem.openFile(at: path, mode: .readOnly)
+            defer { try? handle.close() }
+            let size = try handle.size()
+            // A slot is small; refuse absurd sizes before allocating.
+            guard size <= UInt64(Format.manifestMaxBodyLength + Format.manifestHeaderLength + 4) else {
+                return .invalid("slot file too large (\(size) bytes)")
+            }
+            return try Manifest.decode(try handle.read(at: 0, count: Int(size)), file: path)
+        }
+    }
+
+    /// Writes `manifest` into slot `version % 2` and makes it durable. The other slot keeps the previous version,
+    /// so a crash during this write leaves the previous manifest in force.
+    func write(_ manifest: Manifest) throws {
+        let path = slotPath(Int(manifest.version % 2))
+        let existed = fileSystem.fileExists(at: path)
+        let handle = try fileSystem.openFile(at: path, mode: .readWrite(create: true))
+        defer { try? handle.close() }
+        try handle.truncate(to: 0)
+        try handle.write(manifest.encode(), at: 0)
+        try handle.sync()
+        if !existed { try fileSystem.syncDirectory(at: directory) }
+    }
+}

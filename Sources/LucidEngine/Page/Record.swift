@@ -1,0 +1,97 @@
+/// A record decoded from a page payload. Byte ranges point into the page's raw payload.
+struct DecodedRecord {
+    var kind: WriteBatch.Kind
+    var sequence: UInt64
+    var keyspace: UnsafeRawBufferPointer
+    var key: UnsafeRawBufferPointer
+    /// Offset of the value within the raw payload, and its length.
+    var valueOffset: Int
+    var valueLength: Int
+    var termCount: Int
+    /// Offset within the payload where the terms begin.
+    var termsOffset: Int
+}
+
+/// Encodes and decodes records (docs/FORMAT.md, "record").
+enum RecordCodec {
+    /// Encoded size of an operation with the given sequence delta.
+    static func encodedSize(_ op: WriteBatch.Operation, seqDelta: UInt64) -> Int {
+        var n = 1 + ByteWriter.varintSize(seqDelta)
+        let ks = op.keyspace.utf8.count
+        n += ByteWriter.varintSize(UInt64(ks)) + ks
+        n += ByteWriter.varintSize(UInt64(op.key.count)) + op.key.count
+        n += ByteWriter.varintSize(UInt64(op.value.count)) + op.value.count
+        n += ByteWriter.varintSize(UInt64(op.terms.count))
+        for t in op.terms {
+            let nl = t.index.utf8.count
+            n += ByteWriter.varintSize(UInt64(nl)) + nl + ByteWriter.varintSize(UInt64(t.term.count)) + t.term.count
+        }
+        return n
+    }
+
+    /// Appends the record; returns the offset of the value within `writer`'s bytes.
+    static func encode(_ op: WriteBatch.Operation, seqDelta: UInt64, into w: inout ByteWriter) -> Int {
+        w.u8(op.kind.rawValue)
+        w.varint(seqDelta)
+        w.varint(op.keyspace.utf8.count)
+        w.raw(Array(op.keyspace.utf8))
+        w.lengthPrefixed(op.key)
+        w.varint(op.value.count)
+        let valueOffset = w.count
+        w.raw(op.value)
+        w.varint(op.terms.count)
+        for t in op.terms {
+            w.varint(t.index.utf8.count)
+            w.raw(Array(t.index.utf8))
+            w.lengthPrefixed(t.term)
+        }
+        return valueOffset
+    }
+
+    /// Decodes every record of a raw payload, calling `body` for each. Returns false (and stops) when the
+    /// payload is malformed: a bad kind, a length past the end or over its cap, trailing bytes, or a count that
+    /// differs from `expectedCount`.
+    static func decodeAll(_ payload: UnsafeRawBufferPointer, expectedCount: Int, baseSequence: UInt64,
+                          _ body: (DecodedRecord) throws -> Void) rethrows -> Bool {
+        var r = ByteReader(payload)
+        var decoded = 0
+        while !r.isAtEnd {
+            guard decoded < expectedCount,
+                  let kindByte = r.u8(), let kind = WriteBatch.Kind(rawValue: kindByte),
+                  let delta = r.varint(), delta <= UInt64.max - baseSequence,
+                  let ksLen = r.length(max: Format.maxKeyspaceNameLength), ksLen >= 1,
+                  let keyspace = r.slice(ksLen),
+                  let keyLen = r.length(max: Format.maxKeyLength), let key = r.slice(keyLen),
+                  let valueLen = r.length(max: Format.maxValueLength),
+                  let valueOffset = r.skip(valueLen),
+                  let termCount = r.length(max: Format.maxIndexTermsPerRecord)
+            else { return false }
+            if kind == .delete && (valueLen != 0 || termCount != 0) { return false }
+            let termsOffset = r.offset
+            for _ in 0..<termCount {
+                guard let nl = r.length(max: Format.maxIndexNameLength), nl >= 1, r.skip(nl) != nil,
+                      let tl = r.length(max: Format.maxIndexTermLength), r.skip(tl) != nil
+                else { return false }
+            }
+            try body(DecodedRecord(kind: kind, sequence: baseSequence + delta, keyspace: keyspace, key: key,
+                                   valueOffset: valueOffset, valueLength: valueLen,
+                                   termCount: termCount, termsOffset: termsOffset))
+            decoded += 1
+        }
+        return decoded == expectedCount
+    }
+
+    /// Decodes the index terms of a record (already validated by ``decodeAll``).
+    static func terms(of record: DecodedRecord, in payload: UnsafeRawBufferPointer) -> [IndexTerm] {
+        var r = ByteReader(payload, offset: record.termsOffset)
+        var terms: [IndexTerm] = []
+        terms.reserveCapacity(record.termCount)
+        for _ in 0..<record.termCount {
+            let nl = r.length(max: Format.maxIndexNameLength)!
+            let name = String(decoding: r.slice(nl)!, as: UTF8.self)
+            let tl = r.length(max: Format.maxIndexTermLength)!
+            terms.append(IndexTerm(index: name, term: r.bytes(tl)!))
+        }
+        return terms
+    }
+}
