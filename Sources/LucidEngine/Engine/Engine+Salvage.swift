@@ -70,6 +70,8 @@ extension Engine {
     private static func salvageSegment(_ file: SegmentFile, into target: Engine, report: inout SalvageReport) throws {
         var scanner = SegmentScanner(file: file, limit: try file.handle.size())
         var pending: [(PageHeader, PageBuffer)] = []
+        /// True while skipping the rest of a group whose beginning was lost.
+        var skippingGroup = false
         func dropPending() {
             if !pending.isEmpty { report.groupsLost += 1 }
             pending.removeAll()
@@ -80,14 +82,26 @@ extension Engine {
                 dropPending()
                 return
             case .invalid(let offset, _):
-                dropPending()
+                // The damaged bytes belonged to some group: that group is lost (with any pages read of it).
+                if pending.isEmpty && !skippingGroup { report.groupsLost += 1 }
+                pending.removeAll()
+                skippingGroup = true
                 let next = try scanner.findValidPage(after: offset)
                 let end = next?.offset ?? scanner.limit
                 report.damagedRanges.append(.init(file: file.path, offset: offset, length: end - offset))
                 guard let next else { return }
                 scanner.seek(to: next.offset)
             case .page(_, let header, let raw):
-                if let last = pending.last, last.0.lsn + 1 != header.lsn { dropPending() }
+                if let last = pending.last, last.0.lsn + 1 != header.lsn || header.isGroupStart { dropPending() }
+                if pending.isEmpty {
+                    // Only a page that starts a group can start one: never copy part of a group.
+                    guard header.isGroupStart else {
+                        if !skippingGroup { report.groupsLost += 1 }
+                        skippingGroup = true
+                        continue
+                    }
+                    skippingGroup = false
+                }
                 pending.append((header, raw))
                 if header.isCommit {
                     let batch = batchFromPages(pending)

@@ -49,10 +49,11 @@ public final class Engine: Sendable {
         }
         let lock = try fileSystem.lockFile(at: path + "/" + Format.lockFileName, pid: getpid())
         do {
-            var recovery = Recovery(path: path, options: options)
+            let cache = PageCache(capacityBytes: options.pageCacheBytes)
+            var recovery = Recovery(path: path, options: options, cache: cache)
             let (state, writer) = try recovery.run()
             let core = EngineCore(path: path, options: options, lock: lock, state: state, writer: writer,
-                                  report: recovery.report)
+                                  report: recovery.report, cache: cache)
             core.start()
             return Engine(core: core)
         } catch {

@@ -13,7 +13,10 @@ extension EngineCore {
         try checkOpen()
         let snapshot = currentState()
         var report = VerifyReport()
-        var replayer = Replayer()
+        let cache = self.cache, storePath = path, files = snapshot.segments
+        var replayer = Replayer { location in
+            try PageFetch.terms(at: location, file: files[UInt64(location.segment)], cache: cache, storePath: storePath)
+        }
         var expectedLSN: UInt64?
         for file in snapshot.segments.values.sorted(by: { $0.header.firstLSN < $1.header.firstLSN }) {
             let length = snapshot.visibleLength(of: file.id)
@@ -63,10 +66,15 @@ extension EngineCore {
                                                          detail: "page has LSN \(header.lsn), expected \(lsn)"))
                     pending.removeAll()
                 }
+                if header.isGroupStart != pending.isEmpty {
+                    report.problems.append(VerifyProblem(kind: .corruption, file: file.path, offset: offset,
+                                                         detail: "page breaks commit-group framing"))
+                    pending.removeAll()
+                }
                 lsn = header.lsn + 1
                 pending.append((offset, header, raw))
                 if header.isCommit {
-                    for (o, h, r) in pending { replayer.apply(page: r, header: h, segment: file.id, pageOffset: o) }
+                    for (o, h, r) in pending { try replayer.apply(page: r, header: h, segment: file.id, pageOffset: o) }
                     pending.removeAll(keepingCapacity: true)
                 }
             case .invalid(let offset, let reason):
@@ -78,24 +86,31 @@ extension EngineCore {
         }
     }
 
-    private func compareIndexes(live: [String: BTree<RecordLocation>], fromLog: [String: BTree<RecordLocation>],
+    private func compareIndexes(live: [String: KeyspaceState], fromLog: [String: KeyspaceState],
                                 report: inout VerifyReport) {
         var mismatches = 0
-        for name in Set(live.keys).union(fromLog.keys).sorted() {
-            let index = live[name] ?? BTree()
-            let log = fromLog[name] ?? BTree()
+        func compare<V: Equatable & Sendable>(_ index: BTree<V>, _ log: BTree<V>, what: String) {
             index.checkInvariants()
             if index.count != log.count {
                 report.problems.append(VerifyProblem(kind: .indexMismatch, file: path, offset: nil,
-                                                     detail: "keyspace \(name): index has \(index.count) keys, the log \(log.count)"))
+                                                     detail: "\(what): the index has \(index.count) entries, the log \(log.count)"))
             }
-            log.forEach(from: nil, to: nil, reverse: false) { key, location in
-                if index.value(forKey: key) != location {
+            log.forEach(from: nil, to: nil, reverse: false) { key, value in
+                if index.value(forKey: key) != value {
                     mismatches += 1
-                    report.problems.append(VerifyProblem(kind: .indexMismatch, file: path, offset: UInt64(location.pageOffset),
-                                                         detail: "keyspace \(name): key \(Array(key).hexPreview) differs from the log"))
+                    report.problems.append(VerifyProblem(kind: .indexMismatch, file: path, offset: nil,
+                                                         detail: "\(what): entry \(Array(key).hexPreview) differs from the log"))
                 }
                 return mismatches < Self.maxReportedMismatches
+            }
+        }
+        for name in Set(live.keys).union(fromLog.keys).sorted() {
+            let index = live[name] ?? KeyspaceState()
+            let log = fromLog[name] ?? KeyspaceState()
+            compare(index.primary, log.primary, what: "keyspace \(name)")
+            for indexName in Set(index.indexes.keys).union(log.indexes.keys).sorted() {
+                compare(index.indexes[indexName] ?? BTree(), log.indexes[indexName] ?? BTree(),
+                        what: "keyspace \(name) index \(indexName)")
             }
         }
     }

@@ -12,11 +12,12 @@ extension EngineCore {
                 continue
             }
             do {
-                let sequence = try writeGroup(group)
-                for pending in group { pending.completion(.success(sequence)) }
+                let sequences = try writeGroup(group)
+                for (pending, sequence) in zip(group, sequences) { pending.completion(.success(sequence)) }
             } catch {
                 let lucidError = error as? LucidError ?? LucidError(code: .io, message: "\(error)")
                 failure.withLock { $0 = lucidError }
+                discardUnacknowledgedTail()
                 options.logger.error("write failed; the engine refuses writes until reopened",
                                      metadata: ["error": "\(lucidError)"])
                 for pending in group { pending.completion(.failure(lucidError)) }
@@ -33,14 +34,26 @@ extension EngineCore {
         }
     }
 
-    /// Writes one commit group; returns the sequence of its last batch.
-    private func writeGroup(_ group: [PendingCommit]) throws -> UInt64 {
+    /// Writes one commit group; returns each pending commit's sequence (an empty batch gets the sequence of the
+    /// last commit before it).
+    private func writeGroup(_ group: [PendingCommit]) throws -> [UInt64] {
         let batches = group.filter { !$0.batch.isEmpty }
+        var sequences: [UInt64] = []
+        var next = writer.lastSequence
+        for pending in group {
+            if !pending.batch.isEmpty { next += 1 }
+            sequences.append(next)
+        }
         if batches.isEmpty {
             // Only sync requests (or empty batches): make everything written so far durable.
             if group.contains(where: \.forceSync) && writer.hasUnsyncedData { try syncActive() }
-            return writer.lastSequence
+            return sequences
         }
+        // A full segment is sealed before the next group is written, so a failing roll fails that group (with
+        // nothing written or published), never one that was already acknowledged.
+        if writer.activeEnd >= options.segmentSize { try roll() }
+        // Read what the group replaces first: a failure here fails the commit before anything is written.
+        let oldTerms = try termsReplacedByGroup(batches)
         let segment = writer.active
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
                                   firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN)
@@ -55,6 +68,7 @@ extension EngineCore {
         try builder.output.withUnsafeBytes { try segment.handle.write($0, at: writeOffset) }
         writer.nextLSN = builder.nextLSN
         writer.activeEnd += UInt64(builder.output.count)
+        writer.bytesSinceCheckpoint += UInt64(builder.output.count)
         if needsSync(group) { try syncActive() }
         writer.lastSequence = sequence
         groupsWritten.add(1, ordering: .relaxed)
@@ -74,29 +88,88 @@ extension EngineCore {
                 seq += 1
                 for op in pending.batch.operations {
                     let placement = placements[index]
+                    let replaced = oldTerms[index]
                     index += 1
-                    switch op.kind {
-                    case .put:
-                        let location = RecordLocation(
-                            segment: segmentId,
-                            pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
-                            valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(op.value.count),
-                            sequence: seq)
-                        s.keyspaces[op.keyspace, default: BTree()].updateValue(location, forKey: op.key)
-                    case .delete:
-                        s.keyspaces[op.keyspace]?.removeValue(forKey: op.key)
+                    op.key.withUnsafeBytes { key in
+                        switch op.kind {
+                        case .put:
+                            let location = RecordLocation(
+                                segment: segmentId,
+                                pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
+                                valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(op.value.count),
+                                hasTerms: !op.terms.isEmpty, sequence: seq)
+                            s.keyspaces[op.keyspace, default: KeyspaceState()].primary.updateValue(location, forKey: key)
+                        case .delete:
+                            s.keyspaces[op.keyspace]?.primary.removeValue(forKey: key)
+                        }
+                        if !replaced.isEmpty { s.keyspaces[op.keyspace]?.removeTerms(replaced, forKey: key) }
+                        if !op.terms.isEmpty { s.keyspaces[op.keyspace]?.insertTerms(op.terms, forKey: key) }
                     }
                 }
             }
             s.lastSequence = sequence
             s.activeEnd = newEnd
         }
-        if writer.activeEnd >= options.segmentSize { try roll() }
-        return sequence
+        return sequences
+    }
+
+    /// For each operation of the group, in order, the index terms of the record it replaces or deletes (read from
+    /// the log outside the exclusive lock, so readers are not blocked by that I/O). Operations in keyspaces with
+    /// no index entries, and whose group writes no terms there, skip the lookup.
+    private func termsReplacedByGroup(_ batches: [PendingCommit]) throws -> [[IndexTerm]] {
+        var indexedKeyspaces = Set<String>()
+        for pending in batches {
+            for op in pending.batch.operations where !op.terms.isEmpty { indexedKeyspaces.insert(op.keyspace) }
+        }
+        let current = state.read { s in
+            s.keyspaces.filter { $0.value.hasIndexEntries || indexedKeyspaces.contains($0.key) }
+        }
+        var result: [[IndexTerm]] = []
+        result.reserveCapacity(batches.reduce(0) { $0 + $1.batch.count })
+        guard !current.isEmpty || !indexedKeyspaces.isEmpty else {
+            for pending in batches { result.append(contentsOf: repeatElement([], count: pending.batch.count)) }
+            return result
+        }
+        let segments = state.read { $0.segments }
+        struct GroupKey: Hashable { var keyspace: String; var key: [UInt8] }
+        var writtenInGroup: [GroupKey: [IndexTerm]] = [:]
+        for pending in batches {
+            for op in pending.batch.operations {
+                guard current[op.keyspace] != nil || indexedKeyspaces.contains(op.keyspace) else {
+                    result.append([])
+                    continue
+                }
+                let groupKey = GroupKey(keyspace: op.keyspace, key: op.key)
+                if let earlier = writtenInGroup[groupKey] {
+                    result.append(earlier)
+                } else if let location = current[op.keyspace]?.primary.value(forKey: op.key), location.hasTerms {
+                    result.append(try PageFetch.terms(at: location, file: segments[UInt64(location.segment)],
+                                                      cache: cache, storePath: path))
+                } else {
+                    result.append([])
+                }
+                writtenInGroup[groupKey] = op.kind == .put ? op.terms : []
+            }
+        }
+        return result
+    }
+
+    /// After a failed write or sync in ``EngineOptions/SyncMode/always`` mode nothing after the last successful
+    /// sync was acknowledged: cut it off, so that a later open in the same boot cannot read bytes that a failed
+    /// fsync may have left only in the page cache ("fsyncgate") and build on them. Best effort, and no fsync:
+    /// the cut only has to be seen by this boot (after a power loss those bytes were never durable anyway).
+    private func discardUnacknowledgedTail() {
+        guard options.syncMode == .always, writer.activeEnd > writer.durableEnd else { return }
+        do {
+            try writer.active.handle.truncate(to: writer.durableEnd)
+        } catch {
+            options.logger.warning("could not cut the unacknowledged tail after a failure", metadata: ["error": "\(error)"])
+        }
     }
 
     func syncActive() throws {
         try writer.active.handle.sync()
+        writer.durableEnd = writer.activeEnd
         writer.syncedLSN = writer.nextLSN - 1
         writer.lastSync = .now
         syncCount.add(1, ordering: .relaxed)
@@ -122,6 +195,7 @@ extension EngineCore {
         writer.manifest = manifest
         writer.active = file
         writer.activeEnd = UInt64(Format.segmentHeaderLength)
+        writer.durableEnd = writer.activeEnd
         state.write { s in
             s.sealedLengths[old.id] = sealedLength
             s.segments[newId] = file
@@ -129,6 +203,15 @@ extension EngineCore {
             s.activeEnd = UInt64(Format.segmentHeaderLength)
         }
         options.logger.debug("rolled segment", metadata: ["sealed": "\(old.id)", "active": "\(newId)"])
+        // Everything before the new segment is synced: a checkpoint here covers it.
+        if writer.bytesSinceCheckpoint >= max(options.segmentSize * 2, writer.checkpointBytes) {
+            do {
+                try writeCheckpoint()
+            } catch {
+                // A checkpoint is only an accelerator; the log stays the truth.
+                options.logger.warning("could not write a checkpoint", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Creates a segment file with its header, durable with its directory entry before anything names it.

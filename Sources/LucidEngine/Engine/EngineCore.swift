@@ -25,11 +25,11 @@ final class EngineCore: Sendable {
     let batchesCommitted = Atomic<UInt64>(0)
 
     init(path: String, options: EngineOptions, lock: any FileLock, state: EngineState, writer: WriterState,
-         report: RecoveryReport) {
+         report: RecoveryReport, cache: PageCache) {
         self.path = path
         self.options = options
         self.fileSystem = options.fileSystem
-        self.cache = PageCache(capacityBytes: options.pageCacheBytes)
+        self.cache = cache
         self.manifestStore = ManifestStore(directory: path, fileSystem: options.fileSystem)
         self.state = ReadWriteLock(state)
         self.writer = writer
@@ -57,7 +57,7 @@ final class EngineCore: Sendable {
     func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try checkOpen()
         let found: (RecordLocation, SegmentFile?)? = state.read { s in
-            guard let location = s.keyspaces[keyspace]?.value(forKey: key) else { return nil }
+            guard let location = s.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
             return (location, s.segments[UInt64(location.segment)])
         }
         guard let (location, file) = found else { return nil }
@@ -66,20 +66,7 @@ final class EngineCore: Sendable {
 
     /// Reads a value at a location, verifying its page on a cache miss.
     func readValue(_ location: RecordLocation, file: SegmentFile?) throws -> [UInt8] {
-        let key = PageCache.Key(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
-        let page: PageBuffer
-        if let cached = cache.page(for: key) {
-            page = cached
-        } else {
-            guard let file else {
-                throw LucidError.corruption("index points at segment \(location.segment), which is not open",
-                                            file: path, offset: UInt64(location.pageOffset))
-            }
-            let offset = UInt64(location.pageOffset)
-            let bound = offset + UInt64(Format.pageHeaderLength + LZ4.bound(Format.maxRawPageLength))
-            page = try file.readPage(at: offset, fileEnd: bound).1
-            cache.insert(page, for: key)
-        }
+        let page = try PageFetch.page(at: location, file: file, cache: cache, storePath: path)
         guard let value = page.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) else {
             throw LucidError.corruption("value range lies outside its page", file: file?.path ?? path,
                                         offset: UInt64(location.pageOffset))
@@ -113,6 +100,25 @@ final class EngineCore: Sendable {
                    file: cause.file, offset: cause.offset, errno: cause.errno)
     }
 
+    // MARK: Checkpoints
+
+    /// Writes a checkpoint of the published state at the writer's position. Called on the writer thread (or by
+    /// close after it stopped) after a sync, so it covers durable data only.
+    func writeCheckpoint() throws {
+        let s = currentState()
+        let segments = s.segments.values
+            .filter { $0.header.firstLSN <= writer.active.header.firstLSN }
+            .map { CheckpointHeader.SegmentIdentity(id: $0.id, salt: $0.header.salt, firstLSN: $0.header.firstLSN) }
+            .sorted { $0.firstLSN < $1.firstLSN }
+        let header = CheckpointHeader(coveredSegment: writer.active.id, coveredOffset: writer.activeEnd,
+                                      nextLSN: writer.nextLSN, lastSequence: writer.lastSequence, segments: segments)
+        let size = try CheckpointWriter(directory: path, fileSystem: fileSystem).write(header: header, keyspaces: s.keyspaces)
+        writer.checkpointSequence = writer.lastSequence
+        writer.bytesSinceCheckpoint = 0
+        writer.checkpointBytes = size
+        options.logger.debug("wrote checkpoint", metadata: ["bytes": "\(size)", "sequence": "\(writer.lastSequence)"])
+    }
+
     // MARK: Close
 
     /// Drains queued commits, syncs, releases files and the lock. Idempotent.
@@ -121,11 +127,54 @@ final class EngineCore: Sendable {
         queue.close()
         _ = writerStopped.wait()
         var closeError: LucidError?
-        if failure.withLock({ $0 }) == nil, writer.hasUnsyncedData {
-            do { try writer.active.handle.sync() } catch let e as LucidError { closeError = e } catch {}
+        if failure.withLock({ $0 }) == nil {
+            do {
+                if writer.hasUnsyncedData { try syncActive() }
+                // A checkpoint of a cleanly closed store lets the next open skip reading the log.
+                if writer.lastSequence != writer.checkpointSequence {
+                    do {
+                        try writeCheckpoint()
+                    } catch {
+                        options.logger.warning("could not write a checkpoint", metadata: ["error": "\(error)"])
+                    }
+                }
+            } catch let e as LucidError {
+                closeError = e
+            } catch {}
         }
         state.write { $0 = EngineState() }
         lock.unlock()
         if let closeError { throw closeError }
+    }
+}
+
+/// Fetching verified pages through the cache, for values and for the index terms stored after them.
+enum PageFetch {
+    static func page(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
+                     storePath: String) throws -> PageBuffer {
+        let key = PageCache.Key(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
+        if let cached = cache.page(for: key) { return cached }
+        guard let file else {
+            throw LucidError.corruption("index points at segment \(location.segment), which is not open",
+                                        file: storePath, offset: UInt64(location.pageOffset))
+        }
+        let offset = UInt64(location.pageOffset)
+        let bound = offset + UInt64(Format.pageHeaderLength + LZ4.bound(Format.maxRawPageLength))
+        let page = try file.readPage(at: offset, fileEnd: bound).1
+        cache.insert(page, for: key)
+        return page
+    }
+
+    /// The index terms of the record at `location`.
+    static func terms(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
+                      storePath: String) throws -> [IndexTerm] {
+        guard location.hasTerms else { return [] }
+        let page = try page(at: location, file: file, cache: cache, storePath: storePath)
+        let end = Int(location.valueOffset) + Int(location.valueLength)
+        guard let terms = page.bytes.withUnsafeBytes({ RecordCodec.terms(afterValueEndingAt: end, in: $0) }) else {
+            throw LucidError.corruption("index terms after a value do not decode", file: file?.path ?? storePath,
+                                        offset: UInt64(location.pageOffset))
+        }
+        return terms
     }
 }

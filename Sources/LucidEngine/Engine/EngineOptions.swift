@@ -33,7 +33,7 @@ public struct EngineOptions: Sendable {
     public var pageSize: Int = Format.defaultPageSize
     /// Bytes of decompressed pages kept in memory for reads. Default 64 MiB; 0 disables the cache.
     public var pageCacheBytes: Int = 64 << 20
-    /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 2 GiB).
+    /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 1 GiB).
     public var segmentSize: UInt64 = Format.defaultSegmentSize
     /// What open does with damage. Default ``RecoveryMode/pointInTime``.
     public var recoveryMode: RecoveryMode = .pointInTime
@@ -53,7 +53,7 @@ public struct EngineOptions: Sendable {
         }
         guard pageCacheBytes >= 0 else { throw LucidError.invalidArgument("pageCacheBytes must not be negative") }
         guard (1 << 20)...Format.maxSegmentSize ~= segmentSize else {
-            throw LucidError.invalidArgument("segmentSize must be between 1 MiB and 2 GiB, not \(segmentSize)")
+            throw LucidError.invalidArgument("segmentSize must be between 1 MiB and 1 GiB, not \(segmentSize)")
         }
         if case .grouped(let ms) = syncMode, ms < 0 {
             throw LucidError.invalidArgument("grouped sync interval must not be negative")

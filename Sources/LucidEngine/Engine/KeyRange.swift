@@ -9,9 +9,12 @@ public enum KeyBound: Sendable, Hashable {
 /// A range of keys for scans, in unsigned byte order. `lower` is the smaller end and `upper` the larger, whatever
 /// the scan direction; `nil` means unbounded.
 public struct KeyRange: Sendable, Hashable {
+    /// The smaller end, or nil for no lower bound.
     public var lower: KeyBound?
+    /// The larger end, or nil for no upper bound.
     public var upper: KeyBound?
 
+    /// A range between two optional bounds.
     public init(lower: KeyBound? = nil, upper: KeyBound? = nil) {
         self.lower = lower
         self.upper = upper
@@ -54,9 +57,12 @@ public struct KeyRange: Sendable, Hashable {
 
 /// A key and its value, as returned by scans.
 public struct KeyValue: Sendable, Hashable {
+    /// The key.
     public var key: [UInt8]
+    /// The value stored under it.
     public var value: [UInt8]
 
+    /// A key and its value.
     public init(key: [UInt8], value: [UInt8]) {
         self.key = key
         self.value = value

@@ -4,6 +4,8 @@ public struct RecoveryReport: Sendable, Hashable {
     public var created = false
     /// Segments read (sealed and active).
     public var segmentsScanned = 0
+    /// True when the index was loaded from a checkpoint and only the log after it was replayed.
+    public var checkpointUsed = false
     /// Commit groups replayed.
     public var groupsReplayed = 0
     /// Records replayed.
@@ -35,11 +37,16 @@ public struct VerifyProblem: Sendable, Hashable, CustomStringConvertible {
         /// A file could not be read.
         case io
     }
+    /// What is wrong.
     public var kind: Kind
+    /// The file concerned (the store directory for index problems).
     public var file: String
+    /// Where in ``file``, when known.
     public var offset: UInt64?
+    /// A one-line explanation.
     public var detail: String
 
+    /// `file:offset: kind: detail`.
     public var description: String {
         "\(file)" + (offset.map { ":\($0)" } ?? "") + ": \(kind.rawValue): \(detail)"
     }
@@ -76,8 +83,11 @@ public struct SalvageReport: Sendable, Hashable {
 
     /// A range of a source file that was skipped.
     public struct DamagedRange: Sendable, Hashable {
+        /// The damaged file.
         public var file: String
+        /// Where the damage starts.
         public var offset: UInt64
+        /// How many bytes were skipped.
         public var length: UInt64
     }
 }
@@ -92,11 +102,14 @@ public struct EngineStatistics: Sendable, Hashable {
     public var totalBytes: UInt64
     /// Live keys across keyspaces.
     public var liveKeys: Int
-    /// Page cache hits and misses since open.
+    /// Page cache hits since open.
     public var cacheHits: UInt64
+    /// Page cache misses since open (each one read and verified a page).
     public var cacheMisses: UInt64
-    /// Commit groups written and fdatasync calls made since open (group commit makes groups < commits).
+    /// Commit groups written since open (group commit makes groups fewer than batches).
     public var groupsWritten: UInt64
+    /// `fdatasync` calls made by the writer since open.
     public var syncs: UInt64
+    /// Non-empty batches committed since open.
     public var batchesCommitted: UInt64
 }

@@ -15,7 +15,7 @@ public struct Snapshot: Sendable {
     /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum, ``LucidError/Code/io``, closed.
     public func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try core.checkOpen()
-        guard let location = state.keyspaces[keyspace]?.value(forKey: key) else { return nil }
+        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
         return try core.readValue(location, file: state.segments[UInt64(location.segment)])
     }
 
@@ -30,7 +30,7 @@ public struct Snapshot: Sendable {
     public func forEach(in keyspace: String, range: KeyRange = .all, reverse: Bool = false, limit: Int? = nil,
                         _ body: (KeyValue) throws -> Bool) throws {
         try core.checkOpen()
-        guard let tree = state.keyspaces[keyspace] else { return }
+        guard let tree = state.keyspaces[keyspace]?.primary else { return }
         var remaining = limit ?? Int.max
         guard remaining > 0 else { return }
         try tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, location in
@@ -51,7 +51,7 @@ public struct Snapshot: Sendable {
     /// The keys in `range` without reading values. - Complexity: O(log n + k), no I/O.
     public func keys(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
                      limit: Int? = nil) -> [[UInt8]] {
-        guard let tree = state.keyspaces[keyspace] else { return [] }
+        guard let tree = state.keyspaces[keyspace]?.primary else { return [] }
         var result: [[UInt8]] = []
         let cap = limit ?? Int.max
         guard cap > 0 else { return [] }

@@ -8,9 +8,22 @@ public struct IndexTerm: Sendable, Hashable {
     /// The encoded, byte-comparable term (at most 1024 bytes).
     public var term: [UInt8]
 
+    /// A term `term` in index `index`.
     public init(index: String, term: [UInt8]) {
         self.index = index
         self.term = term
+    }
+
+    /// A term holding `value`'s byte-comparable encoding (see ``IndexValue``).
+    public init(index: String, value: IndexValue) {
+        self.index = index
+        self.term = value.encoded
+    }
+
+    /// The typed value, when ``term`` is a valid ``IndexValue`` encoding (every committed term is).
+    public var value: IndexValue? {
+        guard let (value, length) = IndexValue.decode(term[...]), length == term.count else { return nil }
+        return value
     }
 }
 
@@ -19,7 +32,7 @@ public struct IndexTerm: Sendable, Hashable {
 /// Either every operation of a committed batch is visible (to readers, and after any crash) or none is.
 /// Operations apply in order: a later put of the same key wins. Limits (checked at commit, which throws
 /// ``LucidError/Code/invalidArgument``): keyspace names 1 ... 255 UTF-8 bytes, keys at most 1024 bytes,
-/// values at most 4 MiB, at most 4096 index terms per record.
+/// values at most 4 MiB, at most 4096 index terms per record, at most 512 MiB of records per batch.
 public struct WriteBatch: Sendable {
     enum Kind: UInt8, Sendable { case put = 1, delete = 2 }
 
@@ -59,6 +72,9 @@ public struct WriteBatch: Sendable {
 
     /// Checks every limit; throws ``LucidError/Code/invalidArgument`` naming the first operation that breaks one.
     func validate() throws {
+        guard approximateBytes <= Format.maxBatchBytes else {
+            throw LucidError.invalidArgument("batch of about \(approximateBytes) bytes exceeds \(Format.maxBatchBytes)")
+        }
         for (i, op) in operations.enumerated() {
             let ks = op.keyspace.utf8.count
             guard ks >= 1 && ks <= Format.maxKeyspaceNameLength else {
@@ -70,6 +86,9 @@ public struct WriteBatch: Sendable {
             guard op.value.count <= Format.maxValueLength else {
                 throw LucidError.invalidArgument("operation \(i): value of \(op.value.count) bytes exceeds \(Format.maxValueLength)")
             }
+            guard RecordCodec.encodedSize(op, seqDelta: UInt64.max) <= Format.maxRawPageLength else {
+                throw LucidError.invalidArgument("operation \(i): the record with its index terms exceeds \(Format.maxRawPageLength) bytes")
+            }
             guard op.terms.count <= Format.maxIndexTermsPerRecord else {
                 throw LucidError.invalidArgument("operation \(i): more than \(Format.maxIndexTermsPerRecord) index terms")
             }
@@ -80,6 +99,10 @@ public struct WriteBatch: Sendable {
                 }
                 guard term.term.count <= Format.maxIndexTermLength else {
                     throw LucidError.invalidArgument("operation \(i): index term exceeds \(Format.maxIndexTermLength) bytes")
+                }
+                // Index entries are `term ‖ primary key`; only a self-delimiting (IndexValue) term keeps them ordered.
+                guard term.value != nil else {
+                    throw LucidError.invalidArgument("operation \(i): index term is not an IndexValue encoding")
                 }
             }
         }

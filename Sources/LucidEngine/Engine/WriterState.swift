@@ -12,6 +12,14 @@ final class WriterState: @unchecked Sendable {
     var syncedLSN: UInt64
     var lastSequence: UInt64
     var lastSync = ContinuousClock.now
+    /// End of the active segment as of the last successful sync (or open).
+    var durableEnd: UInt64 = 0
+    /// The last sequence covered by the checkpoint on disk (0: none known).
+    var checkpointSequence: UInt64 = 0
+    /// Log bytes written since that checkpoint, and its size: a roll writes a new checkpoint once the log since
+    /// the last one outgrows it, which bounds both the replay after a crash and the checkpoint write cost.
+    var bytesSinceCheckpoint: UInt64 = 0
+    var checkpointBytes: UInt64 = 0
 
     init(manifest: Manifest, active: SegmentFile, activeEnd: UInt64, nextLSN: UInt64, syncedLSN: UInt64,
          lastSequence: UInt64) {
@@ -21,6 +29,7 @@ final class WriterState: @unchecked Sendable {
         self.nextLSN = nextLSN
         self.syncedLSN = syncedLSN
         self.lastSequence = lastSequence
+        self.durableEnd = activeEnd
     }
 
     var hasUnsyncedData: Bool { syncedLSN + 1 < nextLSN }

@@ -36,6 +36,7 @@ public struct LucidError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The store (or a file it needs) does not exist, and the call was not allowed to create it.
         public static let notFound = Code(wrapped: .notFound)
 
+        /// The code's name, e.g. `corruption`.
         public var description: String {
             switch wrapped {
             case .corruption: "corruption"
@@ -63,6 +64,7 @@ public struct LucidError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The process holding the lock, when known (``Code/locked``).
     public var pid: Int32?
 
+    /// Makes an error; the engine uses it for every failure, and custom ``FileSystem`` implementations for theirs.
     public init(code: Code, message: String, file: String? = nil, offset: UInt64? = nil,
                 errno: Int32? = nil, pid: Int32? = nil) {
         self.code = code
@@ -73,6 +75,7 @@ public struct LucidError: Error, Sendable, Hashable, CustomStringConvertible {
         self.pid = pid
     }
 
+    /// `code: message [file F offset O] (errno N: text) (held by pid P)`, the parts that apply.
     public var description: String {
         var text = "\(code): \(message)"
         if let file { text += " [file \(file)" + (offset.map { " offset \($0)" } ?? "") + "]" }

@@ -30,7 +30,9 @@ public protocol FileSystem: Sendable {
 
 /// How ``FileSystem/openFile(at:mode:)`` opens a file.
 public enum FileOpenMode: Sendable, Hashable {
+    /// Reading only; the file must exist.
     case readOnly
+    /// Reading and writing; `create` makes a missing file.
     case readWrite(create: Bool)
 }
 
@@ -62,5 +64,6 @@ extension FileHandle {
 
 /// A held lock on a store directory. Released by ``unlock()`` (or when the process dies).
 public protocol FileLock: AnyObject, Sendable {
+    /// Releases the lock. Idempotent.
     func unlock()
 }

@@ -11,6 +11,7 @@ import Darwin
 /// All system calls of the engine live in this file and `PosixFileHandle`; each retries on `EINTR` and turns
 /// failures into ``LucidError`` with the errno.
 public struct PosixFileSystem: FileSystem {
+    /// The real file system.
     public init() {}
 
     public func createDirectory(at path: String) throws {

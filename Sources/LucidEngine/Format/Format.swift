@@ -10,6 +10,11 @@ enum Format {
     static let segmentSuffix = ".seg"
     static let temporarySuffix = ".tmp"
 
+    // MARK: Checkpoint
+    static let checkpointFileName = "CHECKPOINT"
+    static let checkpointMagic: [UInt8] = Array("LUCIDCKP".utf8)
+    static let checkpointTrailerLength = 12
+
     // MARK: Manifest
     static let manifestMagic: [UInt8] = Array("LUCIDMAN".utf8)
     static let manifestHeaderLength = 24
@@ -34,7 +39,8 @@ enum Format {
     static let pageTypeSafeToIgnoreBit: UInt8 = 0x20
     static let pageFlagCompressed: UInt8 = 1 << 0
     static let pageFlagCommit: UInt8 = 1 << 1
-    static let pageKnownFlags: UInt8 = pageFlagCompressed | pageFlagCommit
+    static let pageFlagGroupStart: UInt8 = 1 << 2
+    static let pageKnownFlags: UInt8 = pageFlagCompressed | pageFlagCommit | pageFlagGroupStart
     static let maxRawPageLength = 8 << 20
     static let maxRecordsPerPage = Int(UInt16.max)
 
@@ -52,7 +58,9 @@ enum Format {
     static let defaultPageSize = 16 << 10
     static let compressionMinimumSavingDivisor = 8   // keep LZ4 output only when it saves >= 1/8
     static let defaultSegmentSize: UInt64 = 64 << 20
-    static let maxSegmentSize: UInt64 = 1 << 31      // locations store page offsets as UInt32
+    static let maxSegmentSize: UInt64 = 1 << 30      // locations store page offsets as UInt32
+    /// A batch's records may not exceed this; with maxSegmentSize it keeps every page offset below 4 GiB.
+    static let maxBatchBytes = 512 << 20
     static let groupCommitExtraBytes = 1 << 20
 
     /// The name of segment `id`: 16 hex digits + ".seg".

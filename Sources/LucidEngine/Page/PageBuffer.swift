@@ -6,6 +6,6 @@ final class PageBuffer: Sendable {
     /// Copies `length` bytes at `offset` out, or nil when the range is not inside the page.
     func copy(offset: Int, length: Int) -> [UInt8]? {
         guard offset >= 0, length >= 0, offset <= bytes.count - length else { return nil }
-        return Array(bytes[offset..<(offset + length)])
+        return bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[offset..<(offset + length)])) }
     }
 }

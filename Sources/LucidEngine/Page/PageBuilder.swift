@@ -65,7 +65,8 @@ struct PageBuilder {
         } ?? false
         var header = PageHeader(
             type: Format.pageTypeData,
-            flags: (useCompressed ? Format.pageFlagCompressed : 0) | (commit ? Format.pageFlagCommit : 0),
+            flags: (useCompressed ? Format.pageFlagCompressed : 0) | (commit ? Format.pageFlagCommit : 0)
+                | (pageCount == 0 ? Format.pageFlagGroupStart : 0),
             recordCount: UInt16(recordCount), salt: salt, rawLength: UInt32(rawBytes.count),
             storedLength: UInt32(useCompressed ? compressed.count : rawBytes.count),
             lsn: nextLSN, syncedLSN: syncedLSN, baseSequence: baseSequence, maskedCRC: 0)

@@ -13,6 +13,7 @@ struct PageHeader: Sendable, Hashable {
 
     var isCompressed: Bool { flags & Format.pageFlagCompressed != 0 }
     var isCommit: Bool { flags & Format.pageFlagCommit != 0 }
+    var isGroupStart: Bool { flags & Format.pageFlagGroupStart != 0 }
     var totalLength: Int { Format.pageHeaderLength + Int(storedLength) }
 
     /// Writes the header (with `maskedCRC` as it is) into 48 bytes.

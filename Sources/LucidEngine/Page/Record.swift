@@ -34,7 +34,7 @@ enum RecordCodec {
         w.u8(op.kind.rawValue)
         w.varint(seqDelta)
         w.varint(op.keyspace.utf8.count)
-        w.raw(Array(op.keyspace.utf8))
+        w.raw(op.keyspace.utf8)
         w.lengthPrefixed(op.key)
         w.varint(op.value.count)
         let valueOffset = w.count
@@ -42,7 +42,7 @@ enum RecordCodec {
         w.varint(op.terms.count)
         for t in op.terms {
             w.varint(t.index.utf8.count)
-            w.raw(Array(t.index.utf8))
+            w.raw(t.index.utf8)
             w.lengthPrefixed(t.term)
         }
         return valueOffset

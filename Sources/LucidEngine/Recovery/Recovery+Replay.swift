@@ -3,9 +3,10 @@ import Logging
 extension Recovery {
     /// Replays a sealed segment. Every page must verify and the last one must be a COMMIT page ending exactly at
     /// the sealed length: anything else is durable data gone bad. Returns the next expected LSN.
-    func replaySealed(_ file: SegmentFile, entry: Manifest.Segment, into replayer: inout Replayer) throws -> UInt64 {
-        var scanner = SegmentScanner(file: file, limit: entry.sealedLength)
-        var expected = entry.firstLSN
+    func replaySealed(_ file: SegmentFile, entry: Manifest.Segment, from start: UInt64, firstLSN: UInt64,
+                      into replayer: inout Replayer) throws -> UInt64 {
+        var scanner = SegmentScanner(file: file, limit: entry.sealedLength, from: start)
+        var expected = firstLSN
         var pending: [(UInt64, PageHeader, PageBuffer)] = []
         while true {
             switch try scanner.next() {
@@ -22,10 +23,13 @@ extension Recovery {
                     throw LucidError.corruption("page has LSN \(header.lsn), expected \(expected)",
                                                 file: file.path, offset: offset)
                 }
+                guard header.isGroupStart == pending.isEmpty else {
+                    throw LucidError.corruption("page breaks commit-group framing", file: file.path, offset: offset)
+                }
                 expected += 1
                 pending.append((offset, header, raw))
                 if header.isCommit {
-                    for (o, h, r) in pending { replayer.apply(page: r, header: h, segment: file.id, pageOffset: o) }
+                    for (o, h, r) in pending { try replayer.apply(page: r, header: h, segment: file.id, pageOffset: o) }
                     pending.removeAll(keepingCapacity: true)
                 }
             }
@@ -35,12 +39,15 @@ extension Recovery {
     /// Replays the active segment, applying each commit group whose COMMIT page verifies. At the first failure
     /// it decides between a torn, never-acknowledged tail (cut it) and damaged durable data (refuse).
     /// Returns the end of the last applied group and the next LSN.
-    mutating func replayActive(_ file: SegmentFile, firstLSN: UInt64,
+    ///
+    /// With `repair` false (a replay that started from a checkpoint) anything but a clean end throws
+    /// ``Recovery/RestartWithoutCheckpoint`` instead of cutting.
+    mutating func replayActive(_ file: SegmentFile, from start: UInt64, firstLSN: UInt64, repair: Bool,
                                into replayer: inout Replayer) throws -> (UInt64, UInt64) {
         let fileLength = try file.handle.size()
-        var scanner = SegmentScanner(file: file, limit: fileLength)
+        var scanner = SegmentScanner(file: file, limit: fileLength, from: start)
         var expected = firstLSN
-        var committedEnd = UInt64(Format.segmentHeaderLength)
+        var committedEnd = start
         var committedNextLSN = firstLSN
         var pending: [(UInt64, PageHeader, PageBuffer)] = []
         var failedAt: UInt64? = nil
@@ -59,10 +66,15 @@ extension Recovery {
                     failureReason = "page has LSN \(header.lsn), expected \(expected)"
                     break scan
                 }
+                guard header.isGroupStart == pending.isEmpty else {
+                    failedAt = offset
+                    failureReason = "page breaks commit-group framing"
+                    break scan
+                }
                 expected += 1
                 pending.append((offset, header, raw))
                 if header.isCommit {
-                    for (o, h, r) in pending { replayer.apply(page: r, header: h, segment: file.id, pageOffset: o) }
+                    for (o, h, r) in pending { try replayer.apply(page: r, header: h, segment: file.id, pageOffset: o) }
                     report.groupsReplayed += 1
                     committedEnd = offset + UInt64(header.totalLength)
                     committedNextLSN = expected
@@ -71,6 +83,7 @@ extension Recovery {
             }
         }
         guard committedEnd < fileLength else { return (committedEnd, committedNextLSN) }
+        if !repair { throw Recovery.RestartWithoutCheckpoint() }
 
         // Something follows the last complete group. Was any of it acknowledged as durable? A later valid page
         // of this segment whose syncedLSN reaches the first dropped LSN proves the dropped bytes had been synced.
@@ -80,7 +93,14 @@ extension Recovery {
             var position = failedAt
             droppedPages += 1
             while let found = try scanner.findValidPage(after: position) {
-                if found.header.lsn >= firstDropped && found.header.syncedLSN >= firstDropped {
+                // Everything after the last complete group was written after it, with higher LSNs: a valid page
+                // with an older LSN out there means the log itself is out of order, not torn.
+                if found.header.lsn < firstDropped {
+                    throw LucidError.corruption(
+                        "invalid bytes (\(failureReason)) followed by an older page (LSN \(found.header.lsn)) at offset "
+                        + "\(found.offset)", file: file.path, offset: failedAt)
+                }
+                if found.header.syncedLSN >= firstDropped {
                     throw LucidError.corruption(
                         "damaged data that was acknowledged durable (\(failureReason)); a later page at offset "
                         + "\(found.offset) was written after it was synced", file: file.path, offset: failedAt)

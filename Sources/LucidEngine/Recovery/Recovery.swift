@@ -7,12 +7,14 @@ struct Recovery {
     let path: String
     let options: EngineOptions
     var fileSystem: any FileSystem { options.fileSystem }
+    let cache: PageCache
     var report = RecoveryReport()
     var strict: Bool { options.recoveryMode == .strict }
 
-    init(path: String, options: EngineOptions) {
+    init(path: String, options: EngineOptions, cache: PageCache) {
         self.path = path
         self.options = options
+        self.cache = cache
     }
 
     func segmentPath(_ id: UInt64) -> String { path + "/" + Format.segmentFileName(id) }
@@ -52,8 +54,19 @@ struct Recovery {
             }
         }
         if directoryChanged { try fileSystem.syncDirectory(at: path) }
-        return try replay(manifest: manifest)
+        do {
+            return try replay(manifest: manifest, useCheckpoint: true)
+        } catch is RestartWithoutCheckpoint {
+            // The log after the checkpoint is not simply a clean continuation: decide from the whole log.
+            options.logger.notice("the log after the checkpoint needs repair; scanning the whole log")
+            report = RecoveryReport(removedFiles: report.removedFiles)
+            return try replay(manifest: manifest, useCheckpoint: false)
+        }
     }
+
+    /// Thrown by a replay that started from a checkpoint and met damage or a tail to cut: only a scan of the
+    /// whole log may decide what to report or repair.
+    struct RestartWithoutCheckpoint: Error {}
 
     /// True when a segment file has a valid header and a valid first page.
     func segmentHoldsData(_ id: UInt64) throws -> Bool {
@@ -67,7 +80,8 @@ struct Recovery {
         let file = SegmentFile(id: id, path: segmentPath(id), header: header, handle: handle)
         var scanner = SegmentScanner(file: file, limit: size)
         if case .success = try scanner.page(at: UInt64(Format.segmentHeaderLength)) { return true }
-        return false
+        // A damaged first page does not make the rest disposable.
+        return try scanner.findValidPage(after: UInt64(Format.segmentHeaderLength)) != nil
     }
 
     /// No valid manifest: a store being created crashed before its manifest was durable, or there is no store.
@@ -102,41 +116,123 @@ struct Recovery {
         return (state, writer)
     }
 
-    /// Opens every listed segment and replays it; cuts a torn tail of the active segment.
-    private mutating func replay(manifest: Manifest) throws -> (EngineState, WriterState) {
+    /// Opens every listed segment and replays the log: from a valid checkpoint's position when there is one,
+    /// from the start otherwise; cuts a torn tail of the active segment.
+    private mutating func replay(manifest: Manifest, useCheckpoint: Bool) throws -> (EngineState, WriterState) {
         var state = EngineState()
-        var replayer = Replayer()
+        // Segments are opened one by one as replay reaches them; a replaced record's terms are always in an
+        // earlier (already opened) position of the log.
+        let opened = SegmentTable()
+        let cache = self.cache, storePath = path
+        var replayer = Replayer { location in
+            try PageFetch.terms(at: location, file: opened.files[UInt64(location.segment)], cache: cache,
+                                storePath: storePath)
+        }
+        let ordered = manifest.segments.sorted(by: { $0.firstLSN < $1.firstLSN })
+        for entry in ordered {
+            let file = try openSegment(entry)
+            state.segments[entry.id] = file
+            opened.files[entry.id] = file
+        }
+        let start = useCheckpoint ? try checkpointStart(manifest: manifest, files: opened.files) : nil
+        if let start {
+            replayer.keyspaces = start.keyspaces
+            replayer.lastSequence = start.header.lastSequence
+            report.checkpointUsed = true
+        }
         var expectedLSN: UInt64? = nil
         var activeFile: SegmentFile?
         var activeEnd: UInt64 = 0
-        for entry in manifest.segments.sorted(by: { $0.firstLSN < $1.firstLSN }) {
-            let file = try openSegment(entry)
-            state.segments[entry.id] = file
-            if let expected = expectedLSN, expected != entry.firstLSN {
+        for entry in ordered {
+            let file = opened.files[entry.id]!
+            var from = UInt64(Format.segmentHeaderLength)
+            var firstLSN = entry.firstLSN
+            if let start {
+                let covered = manifest.segments.first { $0.id == start.header.coveredSegment }!
+                if entry.firstLSN < covered.firstLSN {
+                    // Wholly covered by the checkpoint: not read.
+                    if entry.sealed { state.sealedLengths[entry.id] = entry.sealedLength }
+                    continue
+                }
+                if entry.id == covered.id {
+                    from = start.header.coveredOffset
+                    firstLSN = start.header.nextLSN
+                    expectedLSN = firstLSN
+                }
+            }
+            if let expected = expectedLSN, expected != firstLSN {
+                if start != nil { throw RestartWithoutCheckpoint() }
                 throw LucidError.corruption("segment starts at LSN \(entry.firstLSN), expected \(expected)",
                                             file: file.path, offset: 32)
             }
             report.segmentsScanned += 1
-            if entry.sealed {
-                expectedLSN = try replaySealed(file, entry: entry, into: &replayer)
-                state.sealedLengths[entry.id] = entry.sealedLength
-            } else {
-                (activeEnd, expectedLSN) = try replayActive(file, firstLSN: entry.firstLSN, into: &replayer)
-                activeFile = file
-                state.activeSegment = entry.id
-                state.activeEnd = activeEnd
+            do {
+                if entry.sealed {
+                    expectedLSN = try replaySealed(file, entry: entry, from: from, firstLSN: firstLSN, into: &replayer)
+                    state.sealedLengths[entry.id] = entry.sealedLength
+                    continue
+                }
+                (activeEnd, expectedLSN) = try replayActive(file, from: from, firstLSN: firstLSN,
+                                                            repair: start == nil, into: &replayer)
+            } catch let error as LucidError where start != nil && error.code == .corruption {
+                throw RestartWithoutCheckpoint()
             }
+            activeFile = file
+            state.activeSegment = entry.id
+            state.activeEnd = activeEnd
         }
         guard let active = activeFile, let nextLSN = expectedLSN else {
             throw LucidError.corruption("manifest names no active segment", file: path, offset: 0)
         }
+        // What replay read may have been only in the OS page cache (a process that died before its fsync, or
+        // whose fsync failed). New pages will claim everything before them is durable: make it so first.
+        try active.handle.sync()
         state.keyspaces = replayer.keyspaces
         state.lastSequence = replayer.lastSequence
         report.recordsReplayed = replayer.records
         report.lastSequence = replayer.lastSequence
         let writer = WriterState(manifest: manifest, active: active, activeEnd: activeEnd,
                                  nextLSN: nextLSN, syncedLSN: nextLSN - 1, lastSequence: replayer.lastSequence)
+        if let start, replayer.records == 0 { writer.checkpointSequence = start.header.lastSequence }
         return (state, writer)
+    }
+
+    /// The checkpoint to start from, when there is one that matches this manifest and these files exactly.
+    private func checkpointStart(manifest: Manifest, files: [UInt64: SegmentFile]) throws -> CheckpointLoader.Loaded? {
+        let loaded: CheckpointLoader.Loaded
+        switch CheckpointLoader.load(directory: path, fileSystem: fileSystem) {
+        case .success(let l): loaded = l
+        case .failure(let rejection):
+            if rejection.description != "no checkpoint" {
+                options.logger.notice("ignoring checkpoint; scanning the log", metadata: ["reason": "\(rejection)"])
+            }
+            return nil
+        }
+        let header = loaded.header
+        func reject(_ reason: String) -> CheckpointLoader.Loaded? {
+            options.logger.notice("ignoring checkpoint; scanning the log", metadata: ["reason": "\(reason)"])
+            return nil
+        }
+        guard let covered = manifest.segments.first(where: { $0.id == header.coveredSegment }),
+              let coveredFile = files[covered.id] else { return reject("covered segment not in the manifest") }
+        let needed = manifest.segments.filter { $0.firstLSN <= covered.firstLSN }
+        guard needed.count == header.segments.count else { return reject("segment set differs") }
+        for identity in header.segments {
+            guard let entry = needed.first(where: { $0.id == identity.id }), entry.firstLSN == identity.firstLSN,
+                  files[identity.id]?.header.salt == identity.salt else { return reject("segment identity differs") }
+        }
+        let length = covered.sealed ? covered.sealedLength : try coveredFile.handle.size()
+        guard header.coveredOffset >= UInt64(Format.segmentHeaderLength), header.coveredOffset <= length,
+              header.nextLSN >= covered.firstLSN else { return reject("covered position outside the segment") }
+        if header.coveredOffset < length {
+            // The next page must continue the checkpoint's LSN; a valid page with another LSN means the checkpoint
+            // does not belong to this log. (Invalid bytes there are a torn tail, handled by replay.)
+            var scanner = SegmentScanner(file: coveredFile, limit: length)
+            if case .success(let (page, _)) = try scanner.page(at: header.coveredOffset), page.lsn != header.nextLSN {
+                return reject("LSN at the covered position differs")
+            }
+        }
+        return loaded
     }
 
     private func openSegment(_ entry: Manifest.Segment) throws -> SegmentFile {
@@ -144,7 +240,7 @@ struct Recovery {
         guard fileSystem.fileExists(at: path) else {
             throw LucidError.corruption("segment named by the manifest is missing", file: path, offset: 0)
         }
-        let writable = !entry.sealed && !strict
+        let writable = !entry.sealed
         let handle = try fileSystem.openFile(at: path, mode: writable ? .readWrite(create: false) : .readOnly)
         let header = try SegmentHeader.decode(try handle.read(at: 0, count: Format.segmentHeaderLength), file: path)
         guard header.segmentId == entry.id, header.firstLSN == entry.firstLSN else {
@@ -160,4 +256,9 @@ struct Recovery {
         }
         return SegmentFile(id: entry.id, path: path, header: header, handle: handle)
     }
+}
+
+/// The segments opened so far during a replay (a reference, so the replayer's term reader sees new ones).
+final class SegmentTable {
+    var files: [UInt64: SegmentFile] = [:]
 }

@@ -40,6 +40,9 @@ struct ByteWriter {
 
     @inline(__always) mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
 
+    /// The UTF-8 bytes of a string, without an intermediate array.
+    @inline(__always) mutating func raw(_ utf8: String.UTF8View) { bytes.append(contentsOf: utf8) }
+
     /// A varint length followed by the bytes.
     @inline(__always) mutating func lengthPrefixed(_ b: [UInt8]) {
         varint(b.count)

@@ -1,0 +1,100 @@
+/// Reads a checkpoint file back. Every count and length is bounded by the bytes present; any problem returns a
+/// reason instead of a checkpoint, and the caller scans the log instead.
+enum CheckpointLoader {
+    struct Loaded {
+        var header: CheckpointHeader
+        var keyspaces: [String: KeyspaceState]
+    }
+
+    static func load(directory: String, fileSystem: any FileSystem) -> Result<Loaded, Rejection> {
+        let path = directory + "/" + Format.checkpointFileName
+        guard fileSystem.fileExists(at: path) else { return .failure(Rejection("no checkpoint")) }
+        do {
+            let handle = try fileSystem.openFile(at: path, mode: .readOnly)
+            defer { try? handle.close() }
+            let size = try handle.size()
+            guard size >= UInt64(Format.checkpointTrailerLength + 8), size <= UInt64(Int.max / 2) else {
+                return .failure(Rejection("checkpoint of \(size) bytes"))
+            }
+            let bytes = try handle.read(at: 0, count: Int(size))
+            guard bytes.count == Int(size) else { return .failure(Rejection("short read")) }
+            return bytes.withUnsafeBytes { decode($0) }
+        } catch {
+            return .failure(Rejection("unreadable: \(error)"))
+        }
+    }
+
+    struct Rejection: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static func decode(_ raw: UnsafeRawBufferPointer) -> Result<Loaded, Rejection> {
+        let bodyEnd = raw.count - Format.checkpointTrailerLength
+        var trailer = ByteReader(raw, offset: bodyEnd)
+        guard let length = trailer.u64(), length == UInt64(bodyEnd), let stored = trailer.u32() else {
+            return .failure(Rejection("trailer length does not match the file"))
+        }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<(bodyEnd + 8)]))
+        guard CRC32C.mask(crc) == stored else { return .failure(Rejection("checksum mismatch")) }
+        var r = ByteReader(UnsafeRawBufferPointer(rebasing: raw[0..<bodyEnd]))
+        guard r.bytes(8) == Format.checkpointMagic else { return .failure(Rejection("bad magic")) }
+        guard r.u32() == Format.formatVersion,
+              let coveredSegment = r.u64(), let coveredOffset = r.u64(), let nextLSN = r.u64(),
+              let lastSequence = r.u64(), let segmentCount = r.u32(), Int(segmentCount) <= r.remaining / 24
+        else { return .failure(Rejection("malformed header")) }
+        var segments: [CheckpointHeader.SegmentIdentity] = []
+        for _ in 0..<segmentCount {
+            segments.append(.init(id: r.u64()!, salt: r.u64()!, firstLSN: r.u64()!))
+        }
+        let segmentIds = Set(segments.map { UInt32(truncatingIfNeeded: $0.id) })
+        guard let keyspaceCount = r.u32(), Int(keyspaceCount) <= r.remaining else {
+            return .failure(Rejection("malformed keyspace count"))
+        }
+        var keyspaces: [String: KeyspaceState] = [:]
+        for _ in 0..<keyspaceCount {
+            guard let nameLength = r.length(max: Format.maxKeyspaceNameLength), nameLength >= 1,
+                  let name = r.slice(nameLength), let count = r.u64(), count <= UInt64(r.remaining) else {
+                return .failure(Rejection("malformed keyspace"))
+            }
+            var builder = BTree<RecordLocation>.Builder()
+            for _ in 0..<count {
+                guard let keyLength = r.length(max: Format.maxKeyLength), let key = r.slice(keyLength),
+                      let segment = r.varint(), segment <= UInt64(UInt32.max), segmentIds.contains(UInt32(segment)),
+                      let pageOffset = r.varint(), pageOffset <= UInt64(UInt32.max),
+                      let valueOffset = r.varint(), valueOffset <= UInt64(Format.maxRawPageLength),
+                      let valueLength = r.varint(), valueLength <= UInt64(Format.maxValueLength),
+                      let flags = r.u8(), flags <= 1, let sequence = r.varint(), sequence <= lastSequence
+                else { return .failure(Rejection("malformed primary entry")) }
+                let location = RecordLocation(segment: UInt32(segment), pageOffset: UInt32(pageOffset),
+                                              valueOffset: UInt32(valueOffset), valueLength: UInt32(valueLength),
+                                              hasTerms: flags == 1, sequence: sequence)
+                guard builder.append(key, location) else { return .failure(Rejection("keys out of order")) }
+            }
+            var state = KeyspaceState()
+            state.primary = builder.build()
+            guard let indexCount = r.u32(), Int(indexCount) <= r.remaining else {
+                return .failure(Rejection("malformed index count"))
+            }
+            for _ in 0..<indexCount {
+                guard let indexNameLength = r.length(max: Format.maxIndexNameLength), indexNameLength >= 1,
+                      let indexName = r.slice(indexNameLength), let entries = r.u64(), entries <= UInt64(r.remaining)
+                else { return .failure(Rejection("malformed index")) }
+                var indexBuilder = BTree<UInt16>.Builder()
+                for _ in 0..<entries {
+                    guard let entryLength = r.length(max: Format.maxIndexTermLength + Format.maxKeyLength),
+                          let entry = r.slice(entryLength),
+                          let termLength = r.length(max: min(entryLength, Format.maxIndexTermLength)),
+                          indexBuilder.append(entry, UInt16(termLength))
+                    else { return .failure(Rejection("malformed index entry")) }
+                }
+                state.indexes[String(decoding: indexName, as: UTF8.self)] = indexBuilder.build()
+            }
+            keyspaces[String(decoding: name, as: UTF8.self)] = state
+        }
+        guard r.isAtEnd else { return .failure(Rejection("trailing bytes")) }
+        let header = CheckpointHeader(coveredSegment: coveredSegment, coveredOffset: coveredOffset,
+                                      nextLSN: nextLSN, lastSequence: lastSequence, segments: segments)
+        return .success(Loaded(header: header, keyspaces: keyspaces))
+    }
+}

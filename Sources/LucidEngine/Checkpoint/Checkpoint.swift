@@ -1,0 +1,111 @@
+/// A checkpoint: the whole in-memory index (every keyspace's primary tree and secondary indexes) as of a
+/// position in the log, so that open rebuilds the index without reading data pages (docs/FORMAT.md,
+/// "Checkpoint"). Entries are written in key order, so loading is a linear bulk build.
+///
+/// It is only an accelerator: a missing, truncated, damaged or foreign checkpoint makes open scan the log
+/// instead, never fail, and the result is the same state.
+struct CheckpointHeader: Sendable, Hashable {
+    /// The segment and offset where the log after the checkpoint starts.
+    var coveredSegment: UInt64
+    var coveredOffset: UInt64
+    /// The LSN of the first page at that position, and the last commit sequence covered.
+    var nextLSN: UInt64
+    var lastSequence: UInt64
+
+    /// Every segment whose records the checkpoint holds locations in: id, salt and first LSN.
+    struct SegmentIdentity: Sendable, Hashable {
+        var id: UInt64
+        var salt: UInt64
+        var firstLSN: UInt64
+    }
+    var segments: [SegmentIdentity]
+}
+
+/// Streams a checkpoint to a file: `CHECKPOINT.tmp`, fdatasync, rename to `CHECKPOINT`, directory fsync.
+struct CheckpointWriter {
+    let directory: String
+    let fileSystem: any FileSystem
+
+    var path: String { directory + "/" + Format.checkpointFileName }
+    var temporaryPath: String { path + Format.temporarySuffix }
+
+    /// Writes the checkpoint of `keyspaces` at `header`'s position; returns its size in bytes.
+    @discardableResult
+    func write(header: CheckpointHeader, keyspaces: [String: KeyspaceState]) throws -> UInt64 {
+        let handle = try fileSystem.openFile(at: temporaryPath, mode: .readWrite(create: true))
+        var sink = Sink(handle: handle)
+        do {
+            try handle.truncate(to: 0)
+            var w = ByteWriter(capacity: 1 << 20)
+            w.raw(Format.checkpointMagic)
+            w.u32(Format.formatVersion)
+            w.u64(header.coveredSegment)
+            w.u64(header.coveredOffset)
+            w.u64(header.nextLSN)
+            w.u64(header.lastSequence)
+            w.u32(UInt32(header.segments.count))
+            for s in header.segments { w.u64(s.id); w.u64(s.salt); w.u64(s.firstLSN) }
+            w.u32(UInt32(keyspaces.count))
+            for (name, keyspace) in keyspaces.sorted(by: { $0.key < $1.key }) {
+                w.lengthPrefixed(Array(name.utf8))
+                w.u64(UInt64(keyspace.primary.count))
+                try keyspace.primary.forEach(from: nil, to: nil, reverse: false) { key, location in
+                    w.varint(key.count)
+                    w.raw(key)
+                    w.varint(UInt64(location.segment))
+                    w.varint(UInt64(location.pageOffset))
+                    w.varint(UInt64(location.valueOffset))
+                    w.varint(UInt64(location.valueLength))
+                    w.u8(location.hasTerms ? 1 : 0)
+                    w.varint(location.sequence)
+                    if w.count >= 1 << 20 { try sink.flush(&w) }
+                    return true
+                }
+                let indexes = keyspace.indexes.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
+                w.u32(UInt32(indexes.count))
+                for (indexName, tree) in indexes {
+                    w.lengthPrefixed(Array(indexName.utf8))
+                    w.u64(UInt64(tree.count))
+                    try tree.forEach(from: nil, to: nil, reverse: false) { entry, termLength in
+                        w.varint(entry.count)
+                        w.raw(entry)
+                        w.varint(UInt64(termLength))
+                        if w.count >= 1 << 20 { try sink.flush(&w) }
+                        return true
+                    }
+                }
+            }
+            try sink.flush(&w)
+            // Trailer: total length of everything before it, and the CRC of all of it.
+            var trailer = ByteWriter(capacity: 12)
+            trailer.u64(sink.written)
+            sink.crc = CRC32C.checksum(trailer.bytes, extending: sink.crc)
+            trailer.u32(CRC32C.mask(sink.crc))
+            try sink.flush(&trailer)
+            try handle.sync()
+            try handle.close()
+        } catch {
+            try? handle.close()
+            try? fileSystem.removeFile(at: temporaryPath)
+            throw error
+        }
+        try fileSystem.rename(from: temporaryPath, to: path)
+        try fileSystem.syncDirectory(at: directory)
+        return sink.written
+    }
+
+    /// Appends buffered bytes to the file, folding them into the running CRC.
+    private struct Sink {
+        let handle: any FileHandle
+        var written: UInt64 = 0
+        var crc: UInt32 = 0
+
+        mutating func flush(_ w: inout ByteWriter) throws {
+            guard w.count > 0 else { return }
+            crc = CRC32C.checksum(w.bytes, extending: crc)
+            try handle.write(w.bytes, at: written)
+            written += UInt64(w.count)
+            w.bytes.removeAll(keepingCapacity: true)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+extension Snapshot {
+    /// Visits the index entries matching `condition`, in term order (descending when `reverse`), with the raw
+    /// primary key; `body` returns false to stop. A record with several matching terms is visited once per term.
+    func forEachEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
+                      _ body: (IndexValue, UnsafeRawBufferPointer) throws -> Bool) rethrows {
+        guard let tree = state.keyspaces[keyspace]?.indexes[index] else { return }
+        let ranges = reverse ? condition.entryRanges.reversed() : condition.entryRanges
+        var going = true
+        for range in ranges where going {
+            try tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { entry, termLength in
+                let term = UnsafeRawBufferPointer(rebasing: entry[0..<Int(termLength)])
+                let key = UnsafeRawBufferPointer(rebasing: entry[Int(termLength)...])
+                guard let (value, _) = IndexValue.decode(Array(term)[...]) else { return true }
+                going = try body(value, key)
+                return going
+            }
+        }
+    }
+
+    /// The index entries matching the query, in its order, after its offset and within its limit (entries, not
+    /// distinct records). - Complexity: O(log n + offset + k), no I/O.
+    public func entries(matching query: IndexQuery) -> [IndexEntry] {
+        var result: [IndexEntry] = []
+        var skip = max(0, query.offset)
+        let limit = query.limit ?? Int.max
+        guard limit > 0 else { return [] }
+        forEachEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
+                     reverse: query.reverse) { value, key in
+            if skip > 0 { skip -= 1; return true }
+            result.append(IndexEntry(value: value, key: Array(key)))
+            return result.count < limit
+        }
+        return result
+    }
+
+    /// The primary keys of the records matching the query, in index order, each record once (at its first
+    /// matching term), after the offset and within the limit. - Complexity: O(log n + offset + k), no I/O.
+    public func keys(matching query: IndexQuery) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        var seen = Set<[UInt8]>()
+        var skip = max(0, query.offset)
+        let limit = query.limit ?? Int.max
+        guard limit > 0 else { return [] }
+        forEachEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
+                     reverse: query.reverse) { _, key in
+            let k = Array(key)
+            guard seen.insert(k).inserted else { return true }
+            if skip > 0 { skip -= 1; return true }
+            result.append(k)
+            return result.count < limit
+        }
+        return result
+    }
+
+    /// The records matching the query (see ``keys(matching:)``), with their values.
+    /// - Throws: corruption or I/O errors reading values.
+    public func records(matching query: IndexQuery) throws -> [KeyValue] {
+        try keys(matching: query).compactMap { key in
+            try get(key, in: query.keyspace).map { KeyValue(key: key, value: $0) }
+        }
+    }
+
+    /// Number of distinct records matching `condition` in `index`. - Complexity: O(log n + k).
+    public func count(keyspace: String, index: String, condition: IndexCondition) -> Int {
+        var seen = Set<[UInt8]>()
+        forEachEntry(keyspace: keyspace, index: index, condition: condition, reverse: false) { _, key in
+            seen.insert(Array(key))
+            return true
+        }
+        return seen.count
+    }
+
+    /// The primary keys of the records in `keyspace` matching `filter`, sorted by primary key.
+    /// `.and` intersects and `.or` unites the sets of its parts.
+    public func keys(in keyspace: String, where filter: IndexFilter) -> [[UInt8]] {
+        keySet(keyspace, filter).sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    private func keySet(_ keyspace: String, _ filter: IndexFilter) -> Set<[UInt8]> {
+        switch filter {
+        case .match(let index, let condition):
+            var keys = Set<[UInt8]>()
+            forEachEntry(keyspace: keyspace, index: index, condition: condition, reverse: false) { _, key in
+                keys.insert(Array(key))
+                return true
+            }
+            return keys
+        case .and(let parts):
+            guard var result = parts.first.map({ keySet(keyspace, $0) }) else { return [] }
+            for part in parts.dropFirst() where !result.isEmpty { result.formIntersection(keySet(keyspace, part)) }
+            return result
+        case .or(let parts):
+            return parts.reduce(into: Set<[UInt8]>()) { $0.formUnion(keySet(keyspace, $1)) }
+        }
+    }
+
+    /// Names of the indexes of `keyspace` that hold at least one entry, sorted.
+    public func indexNames(in keyspace: String) -> [String] {
+        (state.keyspaces[keyspace]?.indexes.keys).map { $0.sorted() } ?? []
+    }
+
+    /// Number of entries in an index (a record with several terms counts once per term). - Complexity: O(1).
+    public func entryCount(keyspace: String, index: String) -> Int {
+        state.keyspaces[keyspace]?.indexes[index]?.count ?? 0
+    }
+}
+
+extension Engine {
+    /// The records matching an index query, read from a fresh snapshot (see ``Snapshot/records(matching:)``).
+    public func records(matching query: IndexQuery) throws -> [KeyValue] {
+        try snapshot().records(matching: query)
+    }
+
+    /// The primary keys matching an index query (see ``Snapshot/keys(matching:)``).
+    public func keys(matching query: IndexQuery) -> [[UInt8]] {
+        snapshot().keys(matching: query)
+    }
+
+    /// The primary keys matching an AND/OR filter, sorted (see ``Snapshot/keys(in:where:)``).
+    public func keys(in keyspace: String, where filter: IndexFilter) -> [[UInt8]] {
+        snapshot().keys(in: keyspace, where: filter)
+    }
+}
