@@ -1,1 +1,138 @@
-print("child")
+// The child process of the kill -9 crash tests (Tests/LucidEngineTests/Crash/KillNineTests.swift).
+//
+//     lucid-crash-child <storeDir> <seed>
+//
+// Opens the store with the default options (SyncMode.always; a 1 MiB segment size for every third seed, so that
+// segment rolls happen too), then commits random batches with `commitAndWait` until it is killed. Everything it
+// does is a function of the seed. It reports to its parent on stdout, one line per event, each written with a
+// single write(2) (lines stay below PIPE_BUF, so they are never interleaved or torn by a kill):
+//
+//     OPEN <lastSequence>         the store opened (recovery done)
+//     BEGIN <op> <op> ...         a batch is about to be committed (the one the parent cannot see acknowledged)
+//     ACK <sequence>              the batch of the last BEGIN line was acknowledged with this sequence
+//
+// An op is `P.<keyspace>.<key hex>.<value length>.<value seed>` (a put) or `D.<keyspace>.<key hex>` (a delete).
+// The value bytes are `crashChildValue(length:seed:)`; the test has an identical copy of that function.
+// Failures go to stderr and end the process with a non-zero status. Log output goes to stderr
+// (swift-log's default handler).
+
+import Foundation
+import LucidEngine
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// SplitMix64: small, fast, and good enough to drive a workload deterministically.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+/// The bytes of a value: random (incompressible), a repeated 8-byte pattern, or text over a small alphabet,
+/// chosen by `seed % 3`. MUST stay identical to the copy in `Tests/LucidEngineTests/Crash/CrashTestSupport.swift`.
+func crashChildValue(length: Int, seed: UInt64) -> [UInt8] {
+    var rng = SplitMix64(seed: seed)
+    var bytes = [UInt8](repeating: 0, count: length)
+    switch seed % 3 {
+    case 0:
+        var i = 0
+        while i < length {
+            var word = rng.next()
+            for _ in 0..<8 where i < length {
+                bytes[i] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                i += 1
+            }
+        }
+    case 1:
+        let pattern = rng.next()
+        for i in 0..<length { bytes[i] = UInt8(truncatingIfNeeded: pattern >> (UInt64(i % 8) * 8)) }
+    default:
+        let alphabet = Array("abcdefgh ijk,\n".utf8)
+        for i in 0..<length { bytes[i] = alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+    }
+    return bytes
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes {
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Writes one whole line with one write(2) and no buffering, so it reaches the pipe before the next commit.
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data(("lucid-crash-child: " + message + "\n").utf8))
+    exit(status)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let seed = UInt64(arguments[2]) else {
+    fail("usage: lucid-crash-child <storeDir> <seed>", status: 64)
+}
+let directory = arguments[1]
+
+var rng = SplitMix64(seed: seed)
+var options = EngineOptions()
+if seed % 3 == 0 { options.segmentSize = 1 << 20 }
+let keyspaces = seed % 2 == 0 ? ["alpha", "beta"] : ["alpha"]
+let keySpace = [16, 64, 200][Int(seed / 7 % 3)]
+
+let engine: Engine
+do {
+    engine = try Engine.open(at: directory, options: options)
+} catch {
+    fail("open failed: \(error)", status: 3)
+}
+emit("OPEN \(engine.statistics.lastSequence)")
+
+for _ in 0..<1_000_000 {
+    var batch = WriteBatch()
+    var ops: [String] = []
+    for _ in 0..<(1 + rng.below(20)) {
+        let keyspace = keyspaces[rng.below(keyspaces.count)]
+        let key = Array("k\(rng.below(keySpace))".utf8)
+        if rng.below(4) == 0 {
+            batch.delete(key, in: keyspace)
+            ops.append("D.\(keyspace).\(hex(key))")
+        } else {
+            let roll = rng.below(100)
+            let length = roll < 60 ? rng.below(512)
+                : roll < 90 ? 512 + rng.below(3584)
+                : roll < 97 ? 4096 + rng.below(8192)
+                : 16 * 1024 + 1 + rng.below(24 * 1024)   // larger than a 16 KiB page
+            let valueSeed = rng.next()
+            batch.put(crashChildValue(length: length, seed: valueSeed), forKey: key, in: keyspace)
+            ops.append("P.\(keyspace).\(hex(key)).\(length).\(valueSeed)")
+        }
+    }
+    emit("BEGIN " + ops.joined(separator: " "))
+    do {
+        let sequence = try engine.commitAndWait(batch)
+        emit("ACK \(sequence)")
+    } catch {
+        fail("commit failed: \(error)", status: 4)
+    }
+}
+do { try engine.close() } catch { fail("close failed: \(error)", status: 5) }

@@ -1,0 +1,67 @@
+import Testing
+@testable import LucidEngine
+
+@Suite("BTree.Builder")
+struct BTreeBuilderTests {
+    private struct Mix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    private func sortedKeys(_ n: Int, seed: UInt64, maxLength: Int) -> [[UInt8]] {
+        var rng = Mix(state: seed)
+        var set = Set<[UInt8]>()
+        while set.count < n {
+            let length = Int.random(in: 0...maxLength, using: &rng)
+            // Few byte values make long shared prefixes; the first byte is free so the key space stays large.
+            let first = UInt8.random(in: 0...255, using: &rng)
+            set.insert([first] + (0..<length).map { _ in UInt8.random(in: 0...3, using: &rng) * 85 })
+        }
+        return set.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    @Test("bulk-built trees hold exactly their input and satisfy every invariant",
+          arguments: [0, 1, 2, 49, 56, 57, 64, 65, 500, 3_000, 20_000])
+    func buildsValidTrees(count: Int) {
+        for maxLength in [6, 24, 1000] where count < 3_000 || maxLength < 1000 {
+            let keys = sortedKeys(count, seed: UInt64(count * 31 + maxLength), maxLength: maxLength)
+            var builder = BTree<Int>.Builder()
+            for (i, key) in keys.enumerated() {
+                let appended = builder.append(key, i)
+                #expect(appended)
+            }
+            var tree = builder.build()
+            tree.checkInvariants()
+            #expect(tree.count == keys.count)
+            var visited: [[UInt8]] = []
+            tree.forEach(from: nil, to: nil, reverse: false) { key, value in
+                visited.append(Array(key))
+                return value == visited.count - 1
+            }
+            #expect(visited == keys, "count \(count) maxLength \(maxLength)")
+            for (i, key) in keys.enumerated() where i % 7 == 0 { #expect(tree.value(forKey: key) == i) }
+            // The built tree must keep working under ordinary mutations.
+            var rng = Mix(state: UInt64(count))
+            for (i, key) in keys.enumerated() where i % 3 == 0 { tree.removeValue(forKey: key) }
+            for _ in 0..<200 {
+                let key = (0..<Int.random(in: 0...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                tree.updateValue(-1, forKey: key)
+            }
+            tree.checkInvariants()
+        }
+    }
+
+    @Test("out-of-order and duplicate keys are refused")
+    func refusesDisorder() {
+        var builder = BTree<Int>.Builder()
+        let results = [builder.append([2], 0), builder.append([2], 1), builder.append([1], 1), builder.append([3], 1)]
+        #expect(results == [true, false, false, true])
+        #expect(builder.build().count == 2)
+    }
+}
