@@ -1,0 +1,7 @@
+import FuzzCommon
+
+/// libFuzzer entry point; the checks are in FuzzChecks.swift (`FuzzTarget.operations`).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    runFuzzCheck(.operations, start, count)
+}
