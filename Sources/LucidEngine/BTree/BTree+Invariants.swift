@@ -14,6 +14,8 @@ extension BTree {
     /// O(n · key length). Only compiled with `LUCID_INTERNAL_CHECKS` (debug builds); a no-op
     /// otherwise. Not called automatically — tests call it.
     func checkInvariants() {
+        precondition(BTreeLayout.maxEntryCost <= BTreeLayout.minLeafLoad,
+                     "BTreeLayout: an entry may cost more than the minimum leaf load; splits could underfill")
         if !root.isLeaf {
             precondition(root.children.count >= 2,
                          "BTree invariant: internal root has \(root.children.count) child(ren), needs >= 2")
@@ -38,6 +40,7 @@ extension BTree.Node {
     ) -> Int {
         checkKeyStorage()
         let keys = (0 ..< keyCount).map { key(at: $0) }
+        checkHeads(keys: keys)
         for i in keys.indices.dropFirst() {
             precondition(keys[i - 1].lexicographicallyPrecedes(keys[i]),
                          "BTree invariant: keys \(keys[i - 1]) and \(keys[i]) out of order at depth \(depth)")
@@ -100,6 +103,24 @@ extension BTree.Node {
                          "BTree invariant: key \(last) not below its separator \(upper)")
         }
         return keys.count
+    }
+
+    /// Checks the shared prefix and the cached key heads against the keys. O(node size).
+    private func checkHeads(keys: [[UInt8]]) {
+        precondition(keyHeads.count == keys.count, "BTree invariant: \(keyHeads.count) heads for \(keys.count) keys")
+        guard let first = keys.first else {
+            precondition(prefixLength == 0 && prefixHead == 0, "BTree invariant: empty node with a prefix")
+            return
+        }
+        let prefix = first.prefix(prefixLength)
+        precondition(prefix.count == prefixLength, "BTree invariant: prefix longer than the first key")
+        let expectedPrefixHead = prefix.prefix(8).withUnsafeBytes { BTreeLayout.head(of: $0) }
+        precondition(prefixHead == expectedPrefixHead, "BTree invariant: stale prefix head")
+        for (index, key) in keys.enumerated() {
+            precondition(key.starts(with: prefix), "BTree invariant: key \(key) lacks the node prefix \(Array(prefix))")
+            let expected = key.withUnsafeBytes { BTreeLayout.head(of: $0, from: prefixLength) }
+            precondition(keyHeads[index] == expected, "BTree invariant: stale head for key \(key)")
+        }
     }
 
     /// Checks that `keyEnds` is non-decreasing and covers exactly `keyBytes`. O(keyCount).

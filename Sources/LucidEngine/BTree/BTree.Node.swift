@@ -1,87 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// Node-size constants and byte-key helpers shared by every `BTree` specialization.
-///
-/// Generic types cannot have stored static properties, so the constants live in this
-/// non-generic namespace.
-///
-/// **Leaf capacity.** Every leaf entry has a *cost* of `entryCost(keyLength:)` — its key length,
-/// clamped to `minEntryCost...maxEntryCost` — and a leaf splits once its *load* (the sum of its
-/// entry costs) exceeds `leafCapacity`. A leaf therefore holds at most ~`maxLeafEntries` short
-/// keys or ~`maxLeafKeyBytes` key bytes, whichever comes first; clamping the cost of a long key
-/// to a quarter of the capacity guarantees that a balanced split (or a merge of two siblings
-/// followed by a balanced split) always produces two halves whose load is within
-/// `minLeafLoad...leafCapacity`.
-enum BTreeLayout {
-    /// A leaf of short keys splits once it would hold more than this many entries.
-    static let maxLeafEntries = 64
-    /// A leaf splits once the (clamped) byte size of its keys exceeds this.
-    static let maxLeafKeyBytes = 4096
-    /// An internal node splits once it would have more than this many children.
-    static let maxInternalChildren = 64
-    /// An internal node other than the root is rebalanced when it has fewer children than this.
-    static let minInternalChildren = maxInternalChildren / 4
-    /// The largest leaf load; see the type's documentation.
-    static let leafCapacity = maxLeafKeyBytes
-    /// A leaf other than the root is rebalanced when its load drops below this (~1/4 full).
-    static let minLeafLoad = leafCapacity / 4
-    /// The cost of an entry with a key shorter than this is rounded up to it.
-    static let minEntryCost = maxLeafKeyBytes / maxLeafEntries
-    /// The cost of an entry with a longer key is capped at this (must not exceed `minLeafLoad`).
-    static let maxEntryCost = maxLeafKeyBytes / 4
-    /// Longest supported key (keeps the `UInt32` offsets of a node far from overflowing).
-    static let maxKeyLength = 1 << 24
-
-    /// The leaf-capacity cost of an entry whose key is `keyLength` bytes long. O(1).
-    @inline(__always)
-    static func entryCost(keyLength: Int) -> Int {
-        Swift.min(Swift.max(keyLength, minEntryCost), maxEntryCost)
-    }
-
-    /// Three-way comparison of two byte strings in `memcmp` order (a prefix sorts first):
-    /// negative, zero or positive. O(min(lhs.count, rhs.count)).
-    @inline(__always)
-    static func compare(_ lhs: UnsafeRawBufferPointer, _ rhs: UnsafeRawBufferPointer) -> Int {
-        let common = Swift.min(lhs.count, rhs.count)
-        if common != 0 {
-            // Both buffers are non-empty here, so both base addresses exist.
-            let order = memcmp(lhs.baseAddress.unsafelyUnwrapped, rhs.baseAddress.unsafelyUnwrapped, common)
-            if order != 0 { return Int(order) }
-        }
-        return lhs.count &- rhs.count
-    }
-
-    /// The first 8 bytes of `key` as a big-endian integer, zero-padded: comparing the heads
-    /// of two keys orders them like `compare` unless the heads are equal. O(1).
-    @inline(__always)
-    static func head(of key: UnsafeRawBufferPointer) -> UInt64 {
-        if key.count >= 8 { return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)) }
-        var head: UInt64 = 0
-        var shift: UInt64 = 56
-        for byte in key {
-            head |= UInt64(byte) &<< shift
-            shift &-= 8
-        }
-        return head
-    }
-
-    /// The shortest prefix of `right` that sorts after `left` (suffix truncation of B+tree
-    /// separators). Requires `left < right`; the result `s` satisfies `left < s <= right`. O(key length).
-    static func separator(between left: UnsafeRawBufferPointer, and right: UnsafeRawBufferPointer) -> [UInt8] {
-        let common = Swift.min(left.count, right.count)
-        var shared = 0
-        while shared < common && left[shared] == right[shared] { shared += 1 }
-        precondition(shared < right.count, "BTree: separator requested for keys out of order")
-        return [UInt8](UnsafeRawBufferPointer(rebasing: right[0...shared]))
-    }
-}
-
 extension BTree {
     /// An overfull node's new right sibling and the separator that divides it from the left half:
     /// every key left of the split is `< separator`, every key right of it is `>= separator`.
@@ -94,35 +10,40 @@ extension BTree {
     /// `children.count - 1` separator keys, where every key in `children[i]` is `< keys[i]` and
     /// every key in `children[i + 1]` is `>= keys[i]`.
     ///
-    /// Keys are packed into one contiguous `keyBytes` buffer: key `i` occupies
+    /// **Key layout.** Keys are packed into one contiguous `keyBytes` buffer: key `i` occupies
     /// `keyBytes[keyEnds[i - 1] ..< keyEnds[i]]` (starting at 0 for `i == 0`), so a node costs a
-    /// handful of allocations whatever its key count. `keyHeads[i]` caches the first 8 bytes of
-    /// key `i` as an integer so that binary search mostly compares integers in one small array
-    /// and reads the key bytes only to break ties.
+    /// handful of allocations whatever its key count. All keys of a node share their first
+    /// `prefixLength` bytes, and `keyHeads[i]` caches the next 8 bytes of key `i` as an integer:
+    /// binary search compares integers in one small array and reads key bytes only to break
+    /// ties, even when every key starts with the same long prefix.
     ///
-    /// The arrays are `@exclusivity(unchecked)`: the node's methods never overlap accesses to
-    /// them, and the dynamic exclusivity checks Swift otherwise emits for class properties
-    /// cost ~10% of a lookup. (Those checks are per-thread, so they never guarded against
-    /// data races anyway; copy-on-write does, see below.)
+    /// **Thread safety.** `@unchecked Sendable` is sound because a node is mutated only while it
+    /// is uniquely referenced: `BTree`'s mutating methods check `isKnownUniquelyReferenced` on
+    /// every node of the mutation path (root first, then each child before descending into it)
+    /// and mutate a fresh copy when the node is shared. A node reachable from another `BTree`
+    /// value — e.g. a snapshot handed to another thread — is therefore never written again.
     ///
-    /// `@unchecked Sendable` is sound because a node is mutated only while it is uniquely
-    /// referenced: `BTree`'s mutating methods check `isKnownUniquelyReferenced` on every node of
-    /// the mutation path (root first, then each child before descending into it) and mutate a
-    /// fresh copy when the node is shared. A node reachable from another `BTree` value — e.g. a
-    /// snapshot handed to another thread — is therefore never written again.
+    /// The stored properties are `@exclusivity(unchecked)`: the node's methods never overlap
+    /// accesses to them, and the dynamic exclusivity checks Swift otherwise emits for class
+    /// properties cost ~10% of a lookup. (Those checks are per-thread, so they never guarded
+    /// against data races anyway; copy-on-write does.)
     final class Node: @unchecked Sendable {
         /// The concatenated bytes of all keys (entry keys in a leaf, separators in an internal node).
         @exclusivity(unchecked) var keyBytes: [UInt8]
         /// `keyEnds[i]` is the offset in `keyBytes` just past key `i`; non-decreasing.
         @exclusivity(unchecked) var keyEnds: [UInt32]
-        /// `keyHeads[i] == BTreeLayout.head(of: key i)`.
+        /// `keyHeads[i] == BTreeLayout.head(of: key i, from: prefixLength)`.
         @exclusivity(unchecked) var keyHeads: [UInt64]
         /// Leaf values, parallel to the keys; always empty in internal nodes.
         @exclusivity(unchecked) var values: [Value]
         /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves.
         @exclusivity(unchecked) var children: [Node]
         /// Sum of `BTreeLayout.entryCost` over a leaf's keys; 0 in internal nodes.
-        var load: Int
+        @exclusivity(unchecked) var load: Int
+        /// Every key of the node starts with the first `prefixLength` bytes of key 0 (0 when empty).
+        @exclusivity(unchecked) var prefixLength: Int
+        /// `BTreeLayout.head` of the first `min(prefixLength, 8)` bytes of the shared prefix.
+        @exclusivity(unchecked) var prefixHead: UInt64
         /// Whether this node is a leaf; never changes.
         let isLeaf: Bool
 
@@ -134,6 +55,8 @@ extension BTree {
             values = []
             children = []
             load = 0
+            prefixLength = 0
+            prefixHead = 0
             self.isLeaf = isLeaf
         }
 
@@ -145,6 +68,8 @@ extension BTree {
             values = other.values
             children = other.children
             load = other.load
+            prefixLength = other.prefixLength
+            prefixHead = other.prefixHead
             isLeaf = other.isLeaf
         }
 
@@ -201,8 +126,8 @@ extension BTree.Node {
         return UnsafeRawBufferPointer(start: bytes.baseAddress.map { $0 + start }, count: end &- start)
     }
 
-    /// Three-way comparison of key `i` with `key` (the slow path of binary search, taken
-    /// when their heads are equal). O(key length).
+    /// Three-way comparison of key `i` with `key` (the tie-breaking slow path of binary
+    /// search). O(key length).
     @inline(__always)
     func compareKey(at i: Int, with key: UnsafeRawBufferPointer) -> Int {
         keyEnds.withUnsafeBufferPointer { ends in
@@ -210,12 +135,35 @@ extension BTree.Node {
         }
     }
 
+    /// Where `key` falls relative to the node's shared prefix: negative if it sorts before every
+    /// key that has the prefix, positive if after, zero if `key` starts with the prefix.
+    /// O(1) for prefixes of up to 8 bytes, O(prefixLength) beyond.
+    @inline(__always)
+    func prefixOrder(of key: UnsafeRawBufferPointer) -> Int {
+        let length = prefixLength
+        guard length != 0 else { return 0 }
+        let headBytes = Swift.min(length, 8)
+        let masked = BTreeLayout.head(of: key) & (UInt64.max &<< UInt64(truncatingIfNeeded: 64 &- 8 &* headBytes))
+        if masked != prefixHead { return masked < prefixHead ? -1 : 1 }
+        if length > 8 && key.count > 8 {
+            let end = Swift.min(key.count, length)
+            let order = withKey(at: 0) { first in
+                BTreeLayout.compare(UnsafeRawBufferPointer(rebasing: key[8 ..< end]),
+                                    UnsafeRawBufferPointer(rebasing: first[8 ..< end]))
+            }
+            if order != 0 { return order }
+        }
+        return key.count < length ? -1 : 0
+    }
+
     /// Binary search for `key`: the index of the first key `>= key` and whether that key equals
     /// `key`. O(log keyCount) integer comparisons plus a key comparison per equal head;
     /// allocation-free.
     @inline(__always)
     func search(_ key: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
-        let head = BTreeLayout.head(of: key)
+        let outside = prefixOrder(of: key)
+        if outside != 0 { return (outside < 0 ? 0 : keyCount, false) }
+        let head = BTreeLayout.head(of: key, from: prefixLength)
         return keyHeads.withUnsafeBufferPointer { heads in
             var low = 0
             var high = heads.count
@@ -245,7 +193,9 @@ extension BTree.Node {
     /// O(log keyCount) integer comparisons plus a key comparison per equal head.
     @inline(__always)
     func firstIndex(after key: UnsafeRawBufferPointer, orEqual: Bool) -> Int {
-        let head = BTreeLayout.head(of: key)
+        let outside = prefixOrder(of: key)
+        if outside != 0 { return outside < 0 ? 0 : keyCount }
+        let head = BTreeLayout.head(of: key, from: prefixLength)
         return keyHeads.withUnsafeBufferPointer { heads in
             var low = 0
             var high = heads.count
@@ -269,6 +219,33 @@ extension BTree.Node {
         }
     }
 
+    /// The value stored for `key` in the subtree rooted at this node, if any.
+    /// O(height · log fanout) integer comparisons plus one key comparison per level at most.
+    ///
+    /// The descent uses unretained references: the caller holds this node (a `BTree` borrowed
+    /// for the call holds its root), so every node below stays alive, and no other code runs
+    /// during the call. Skipping the reference counting also keeps concurrent readers of one
+    /// snapshot from contending on the refcounts of the upper nodes.
+    func value(forKey key: UnsafeRawBufferPointer) -> Value? {
+        var node = Unmanaged.passUnretained(self)
+        while let child = node._withUnsafeGuaranteedRef({ $0.child(for: key) }) {
+            node = child
+        }
+        return node._withUnsafeGuaranteedRef { leaf in
+            let (index, found) = leaf.search(key)
+            return found ? leaf.values[index] : nil
+        }
+    }
+
+    /// For an internal node, the unretained child whose range contains `key`; `nil` for a
+    /// leaf. The caller must keep this node alive while using the result. O(log keyCount).
+    @inline(__always)
+    private func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
+        guard !isLeaf else { return nil }
+        let index = childIndex(for: key)
+        return children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }
+    }
+
     /// The child of an internal node whose key range contains `key`: the number of separators
     /// `<= key`. O(log keyCount) comparisons.
     @inline(__always)
@@ -277,39 +254,33 @@ extension BTree.Node {
     }
 }
 
-extension BTree.Node {
-    /// For an internal node, the unretained child whose range contains `key`; `nil` for a leaf.
-    /// The caller must keep this node alive while using the result. O(log keyCount).
-    @inline(__always)
-    func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
-        guard !isLeaf else { return nil }
-        let index = childIndex(for: key)
-        return children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }
-    }
-}
-
 // MARK: - Editing packed keys
 
 extension BTree.Node {
-    /// Inserts `key` so that it becomes key `i`. O(node key bytes + keyCount).
+    /// Inserts `key` so that it becomes key `i`. O(node key bytes + keyCount); O(node size)
+    /// when `key` lacks the node's shared prefix and the heads must be rebuilt.
     func insertKey(_ key: UnsafeRawBufferPointer, at i: Int) {
+        let hasPrefix = prefixOrder(of: key) == 0
         let start = keyStart(i)
         let length = key.count
         keyBytes.insert(contentsOf: key, at: start)
         keyEnds.insert(UInt32(truncatingIfNeeded: start &+ length), at: i)
-        keyHeads.insert(BTreeLayout.head(of: key), at: i)
-        guard length != 0 else { return }
-        let delta = UInt32(truncatingIfNeeded: length)
-        keyEnds.withUnsafeMutableBufferPointer { ends in
-            for j in (i &+ 1) ..< ends.count { ends[j] &+= delta }
+        if length != 0 {
+            let delta = UInt32(truncatingIfNeeded: length)
+            keyEnds.withUnsafeMutableBufferPointer { ends in
+                for j in (i &+ 1) ..< ends.count { ends[j] &+= delta }
+            }
+        }
+        if hasPrefix {
+            keyHeads.insert(BTreeLayout.head(of: key, from: prefixLength), at: i)
+        } else {
+            rebuildHeads()
         }
     }
 
-    /// Appends `key` after the last key. O(key length) amortized.
+    /// Appends `key` after the last key. O(key length) amortized (see `insertKey`).
     func appendKey(_ key: UnsafeRawBufferPointer) {
-        keyBytes.append(contentsOf: key)
-        keyEnds.append(UInt32(truncatingIfNeeded: keyBytes.count))
-        keyHeads.append(BTreeLayout.head(of: key))
+        insertKey(key, at: keyCount)
     }
 
     /// Removes key `i`. O(node key bytes + keyCount).
@@ -319,6 +290,10 @@ extension BTree.Node {
         keyBytes.removeSubrange(start ..< end)
         keyEnds.remove(at: i)
         keyHeads.remove(at: i)
+        if keyEnds.isEmpty {
+            prefixLength = 0
+            prefixHead = 0
+        }
         guard end != start else { return }
         let delta = UInt32(truncatingIfNeeded: end &- start)
         keyEnds.withUnsafeMutableBufferPointer { ends in
@@ -332,7 +307,8 @@ extension BTree.Node {
         key.withUnsafeBytes { insertKey($0, at: i) }
     }
 
-    /// Appends keys `range` of `other` after the last key. O(copied bytes + range.count).
+    /// Appends keys `range` of `other` after the last key, then rebuilds the heads.
+    /// O(node size + copied bytes).
     func appendKeys(of other: BTree.Node, in range: Range<Int>) {
         guard !range.isEmpty else { return }
         let sourceStart = other.keyStart(range.lowerBound)
@@ -343,13 +319,37 @@ extension BTree.Node {
         for j in range {
             keyEnds.append(UInt32(truncatingIfNeeded: Int(truncatingIfNeeded: other.keyEnds[j]) &+ shift))
         }
-        keyHeads.append(contentsOf: other.keyHeads[range])
+        rebuildHeads()
     }
 
-    /// Removes every key from index `i` on. O(1) plus deinitialization.
+    /// Removes every key from index `i` on, then rebuilds the heads. O(node size).
     func removeKeys(from i: Int) {
         keyBytes.removeSubrange(keyStart(i)...)
         keyEnds.removeSubrange(i...)
-        keyHeads.removeSubrange(i...)
+        rebuildHeads()
+    }
+
+    /// Recomputes `prefixLength` as the longest prefix shared by all keys (that of the first and
+    /// last, as keys are sorted), `prefixHead`, and every head. O(keyCount + prefix length).
+    func rebuildHeads() {
+        let count = keyCount
+        guard count > 0 else {
+            prefixLength = 0
+            prefixHead = 0
+            keyHeads.removeAll()
+            return
+        }
+        let length = withKey(at: 0) { first in
+            withKey(at: count - 1) { last in BTreeLayout.commonPrefixLength(first, last) }
+        }
+        prefixLength = length
+        prefixHead = withKey(at: 0) { first in
+            BTreeLayout.head(of: UnsafeRawBufferPointer(rebasing: first[0 ..< Swift.min(length, 8)]))
+        }
+        keyHeads.removeAll(keepingCapacity: true)
+        keyHeads.reserveCapacity(count)
+        for i in 0 ..< count {
+            keyHeads.append(withKey(at: i) { BTreeLayout.head(of: $0, from: length) })
+        }
     }
 }
