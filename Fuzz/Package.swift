@@ -28,6 +28,7 @@ let package = Package(
         .executableTarget(name: "FuzzManifest", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzRecovery", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzOperations", dependencies: ["FuzzCommon"]),
+        .executableTarget(name: "FuzzCheckpoint", dependencies: ["FuzzCommon"]),
         // Writes seed corpora from real stores (built without sanitizers; see make-seeds.sh).
         .executableTarget(
             name: "MakeSeeds",

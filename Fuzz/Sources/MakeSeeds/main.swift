@@ -1,7 +1,8 @@
 // Writes the seed corpora of the fuzz targets from real stores written by the engine on real files:
 //   MakeSeeds <Fuzz/Corpus directory>
 // FuzzPage: pages cut out of real segments (with mode byte 0 and 1); FuzzManifest: real manifest slots and segment
-// headers; FuzzRecovery and FuzzOperations: short programs in their input formats (see FuzzChecks.swift).
+// headers; FuzzCheckpoint: CHECKPOINT files of real stores and checkpoints written by CheckpointWriter on real files,
+// plus a few programs; FuzzRecovery and FuzzOperations: short programs in their input formats (see FuzzChecks.swift).
 import Foundation
 import FuzzCommon
 @_spi(Fuzzing) import LucidEngine
@@ -72,7 +73,10 @@ do {
 var pageSeeds = 0
 for name in try fm.contentsOfDirectory(atPath: dir).sorted() {
     let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name)))
-    if name.hasPrefix("MANIFEST") {
+    if name == "CHECKPOINT" {
+        try save("FuzzCheckpoint", "real-store-CHECKPOINT", [0] + bytes)
+        try save("FuzzCheckpoint", "real-store-CHECKPOINT-fixcrc", [1] + bytes)
+    } else if name.hasPrefix("MANIFEST") {
         try save("FuzzManifest", "real-\(name)", [0] + bytes)
         try save("FuzzManifest", "real-\(name)-fixcrc", [1] + bytes)
     } else if name.hasSuffix(".seg") {
@@ -98,6 +102,92 @@ for name in try fm.contentsOfDirectory(atPath: dir).sorted() {
     }
 }
 try? fm.removeItem(atPath: dir)
+
+// FuzzCheckpoint: the checkpoint a closed store writes, for a store with several keyspaces, index terms, deletes and
+// enough keys for a multi-leaf tree (kept under the target's -max_len of 8 KiB), and checkpoints
+// written by CheckpointWriter (through FuzzingSupport.encodeCheckpoint, on real files) from small entry sets.
+var checkpointSeeds = 0
+@MainActor func saveCheckpoint(_ name: String, _ bytes: [UInt8]) throws {
+    guard bytes.count <= 8000 else { print("skipping checkpoint seed \(name): \(bytes.count) bytes"); return }
+    try save("FuzzCheckpoint", name, [0] + bytes)
+    try save("FuzzCheckpoint", name + "-fixcrc", [1] + bytes)
+    checkpointSeeds += 1
+}
+for (label, keys) in [("small", 12), ("multileaf", 150)] {
+    let ckdir = NSTemporaryDirectory() + "lucid-seeds-ckp-\(getpid())"
+    try? fm.removeItem(atPath: ckdir)
+    let engine = try Engine.open(at: ckdir, options: options)
+    var i = 0
+    while i < keys {
+        var batch = WriteBatch()
+        for _ in 0..<min(10, keys - i) {
+            let ks = i % 3 == 0 ? "b" : "a"
+            let terms = i % 2 == 0 ? [IndexTerm(index: "by-n", value: .int(Int64(i % 7))),
+                                      IndexTerm(index: "tag", value: .string("t\(i % 3)"))] : []
+            batch.put(Array("v\(i)".utf8), forKey: Array(String(format: "%04d", i).utf8), in: ks, indexTerms: terms)
+            i += 1
+        }
+        if i > 5 { batch.delete(Array(String(format: "%04d", i - 5).utf8), in: "a") }
+        try engine.commitAndWait(batch)
+    }
+    try engine.close()
+    let path = ckdir + "/CHECKPOINT"
+    if fm.fileExists(atPath: path) {
+        try saveCheckpoint("real-\(label)-CHECKPOINT", [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+    } else {
+        print("no CHECKPOINT in the \(label) store")
+    }
+    try? fm.removeItem(atPath: ckdir)
+}
+do {
+    typealias F = FuzzingSupport
+    let ckdir = NSTemporaryDirectory() + "lucid-seeds-ckw-\(getpid())"
+    try? fm.removeItem(atPath: ckdir)
+    let segments = [F.CheckpointSegment(id: 1, salt: 0xDEAD_BEEF, firstLSN: 1),
+                    F.CheckpointSegment(id: 2, salt: 0x1234_5678_9ABC, firstLSN: 40)]
+    func entry(_ key: String, _ segment: UInt32, _ sequence: UInt64, terms: Bool = false) -> F.CheckpointEntry {
+        F.CheckpointEntry(key: Array(key.utf8), segment: segment, pageOffset: 128 + UInt32(sequence) * 64,
+                          valueOffset: 40, valueLength: 17, hasTerms: terms, sequence: sequence)
+    }
+    let written: [(String, F.Checkpoint)] = [
+        ("writer-no-keyspaces", F.Checkpoint(coveredSegment: 1, coveredOffset: 128, nextLSN: 1, lastSequence: 0,
+                                             segments: [segments[0]], keyspaces: [:])),
+        ("writer-two-keyspaces", F.Checkpoint(
+            coveredSegment: 2, coveredOffset: 4096, nextLSN: 57, lastSequence: 30, segments: segments,
+            keyspaces: ["a": F.CheckpointKeyspace(primary: [entry("k1", 1, 3, terms: true), entry("k2", 2, 30), entry("", 1, 1)],
+                                                  indexes: ["by-color": [F.CheckpointIndexEntry(entry: [6] + Array("red".utf8) + [0, 1] + Array("k1".utf8), termLength: 6)]]),
+                        "ü": F.CheckpointKeyspace(primary: [entry("x", 2, 29)], indexes: [:])])),
+        ("writer-bounds", F.Checkpoint(
+            coveredSegment: 2, coveredOffset: 1 << 20, nextLSN: 1 << 40, lastSequence: UInt64.max, segments: segments,
+            keyspaces: [String(repeating: "n", count: 255): F.CheckpointKeyspace(
+                primary: [F.CheckpointEntry(key: Array(repeating: 0xFF, count: 1024), segment: 2, pageOffset: UInt32.max,
+                                            valueOffset: UInt32(F.maxRawPageLength), valueLength: UInt32(F.maxValueLength),
+                                            hasTerms: true, sequence: UInt64.max)],
+                indexes: [String(repeating: "i", count: 255): [F.CheckpointIndexEntry(
+                    entry: Array(repeating: 7, count: 1024) + Array(repeating: 0xFF, count: 1024), termLength: 1024)]])])),
+    ]
+    for (name, checkpoint) in written {
+        try saveCheckpoint(name, try F.encodeCheckpoint(checkpoint, directory: ckdir))
+    }
+    try? fm.removeItem(atPath: ckdir)
+}
+// Programs (mode bit 1; see CheckpointChecks.checkProgram): header and segments, then operations.
+let checkpointPrograms: [(String, [UInt8])] = [
+    ("program-entries", [2, 100, 0, 2, 1, 0, 1, 2, 3, 4, 1, 0, 1, 1, 5, 6, 7, 8, 9, 0, 0, 16, 5, 0,
+                         0, 0, 3, 5, 2, 0, 1, 0, 0, 40, 0, 17, 0, 9, 9, 0, 1, 0, 0, 1,
+                         5, 1, 1, 1, 4, 0, 10, 0, 5, 0, 6, 0, 0, 0, 0, 0,
+                         2, 2, 0, 0, 1, 0, 1, 2, 1, 2, 3, 0, 0, 0, 0]),
+    ("program-bulk", [2, 0xFF, 0x0F, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 16, 5, 0,
+                      3, 0, 0x02, 0x00, 5, 1, 3, 0, 0, 40, 0, 17, 0, 9, 9, 0, 1, 0, 0, 1, 2]),
+    ("program-index", [2, 50, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 16, 5, 0,
+                       0, 1, 1, 5, 1, 2, 0, 0, 40, 0, 17, 0, 3, 9, 0, 1, 0, 0, 1,
+                       4, 1, 2, 2, 5, 1, 1, 5, 1, 2, 0, 5, 5, 3, 3, 3, 5, 1, 2, 0,
+                       5, 1, 3, 0x00, 0x01, 5, 2, 5, 1, 2, 0]),
+    ("program-invalid", [2, 10, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 16, 5, 0, 0, 0, 1, 5, 1, 2, 0, 0, 40, 0, 17, 0, 20, 4]),
+    ("program-flip", [2, 10, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 16, 5, 0, 0, 2, 1, 5, 1, 2, 0, 0, 40, 0, 17, 0, 3, 9,
+                      0, 1, 0, 0, 1, 7, 60, 0, 0x10]),
+]
+for (name, bytes) in checkpointPrograms { try save("FuzzCheckpoint", name, bytes) }
 
 // FuzzRecovery: mode byte, then mutations (kind, file, anchor, operands); see RecoveryChecks.
 let recovery: [(String, [UInt8])] = [
@@ -133,4 +223,4 @@ let operations: [(String, [UInt8])] = [
     ("deletes", [0, 0, 0, 1, 1, 5, 0, 3, 0, 1, 1, 3, 1, 1, 1, 11, 0, 1, 1]),
 ]
 for (name, bytes) in operations { try save("FuzzOperations", name, bytes) }
-print("wrote seeds to \(corpus): \(pageSeeds) pages")
+print("wrote seeds to \(corpus): \(pageSeeds) pages, \(checkpointSeeds) checkpoints")

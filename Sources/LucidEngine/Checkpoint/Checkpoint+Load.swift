@@ -30,6 +30,7 @@ enum CheckpointLoader {
     }
 
     static func decode(_ raw: UnsafeRawBufferPointer) -> Result<Loaded, Rejection> {
+        guard raw.count >= Format.checkpointTrailerLength + 8 else { return .failure(Rejection("too short")) }
         let bodyEnd = raw.count - Format.checkpointTrailerLength
         var trailer = ByteReader(raw, offset: bodyEnd)
         guard let length = trailer.u64(), length == UInt64(bodyEnd), let stored = trailer.u32() else {
@@ -54,7 +55,8 @@ enum CheckpointLoader {
         var keyspaces: [String: KeyspaceState] = [:]
         for _ in 0..<keyspaceCount {
             guard let nameLength = r.length(max: Format.maxKeyspaceNameLength), nameLength >= 1,
-                  let name = r.slice(nameLength), let count = r.u64(), count <= UInt64(r.remaining) else {
+                  let nameBytes = r.slice(nameLength), let name = String(validating: nameBytes, as: UTF8.self),
+                  keyspaces[name] == nil, let count = r.u64(), count <= UInt64(r.remaining) else {
                 return .failure(Rejection("malformed keyspace"))
             }
             var builder = BTree<RecordLocation>.Builder()
@@ -78,7 +80,9 @@ enum CheckpointLoader {
             }
             for _ in 0..<indexCount {
                 guard let indexNameLength = r.length(max: Format.maxIndexNameLength), indexNameLength >= 1,
-                      let indexName = r.slice(indexNameLength), let entries = r.u64(), entries <= UInt64(r.remaining)
+                      let indexNameBytes = r.slice(indexNameLength),
+                      let indexName = String(validating: indexNameBytes, as: UTF8.self), state.indexes[indexName] == nil,
+                      let entries = r.u64(), entries <= UInt64(r.remaining)
                 else { return .failure(Rejection("malformed index")) }
                 var indexBuilder = BTree<UInt16>.Builder()
                 for _ in 0..<entries {
@@ -88,9 +92,9 @@ enum CheckpointLoader {
                           indexBuilder.append(entry, UInt16(termLength))
                     else { return .failure(Rejection("malformed index entry")) }
                 }
-                state.indexes[String(decoding: indexName, as: UTF8.self)] = indexBuilder.build()
+                state.indexes[indexName] = indexBuilder.build()
             }
-            keyspaces[String(decoding: name, as: UTF8.self)] = state
+            keyspaces[name] = state
         }
         guard r.isAtEnd else { return .failure(Rejection("trailing bytes")) }
         let header = CheckpointHeader(coveredSegment: coveredSegment, coveredOffset: coveredOffset,

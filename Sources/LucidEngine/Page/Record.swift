@@ -60,7 +60,7 @@ enum RecordCodec {
                   let kindByte = r.u8(), let kind = WriteBatch.Kind(rawValue: kindByte),
                   let delta = r.varint(), delta <= UInt64.max - baseSequence,
                   let ksLen = r.length(max: Format.maxKeyspaceNameLength), ksLen >= 1,
-                  let keyspace = r.slice(ksLen),
+                  let keyspace = r.slice(ksLen), isValidUTF8(keyspace),
                   let keyLen = r.length(max: Format.maxKeyLength), let key = r.slice(keyLen),
                   let valueLen = r.length(max: Format.maxValueLength),
                   let valueOffset = r.skip(valueLen),
@@ -69,7 +69,7 @@ enum RecordCodec {
             if kind == .delete && (valueLen != 0 || termCount != 0) { return false }
             let termsOffset = r.offset
             for _ in 0..<termCount {
-                guard let nl = r.length(max: Format.maxIndexNameLength), nl >= 1, r.skip(nl) != nil,
+                guard let nl = r.length(max: Format.maxIndexNameLength), nl >= 1, let name = r.slice(nl), isValidUTF8(name),
                       let tl = r.length(max: Format.maxIndexTermLength), r.skip(tl) != nil
                 else { return false }
             }
@@ -79,6 +79,14 @@ enum RecordCodec {
             decoded += 1
         }
         return decoded == expectedCount
+    }
+
+    /// Names are UTF-8 (the engine only writes Swift strings); a page with other bytes there is not ours.
+    @inline(__always)
+    static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // ASCII, the common case, needs no decoding.
+        if !bytes.contains(where: { $0 >= 0x80 }) { return true }
+        return String(validating: bytes, as: UTF8.self) != nil
     }
 
     /// Decodes the index terms of a record (already validated by ``decodeAll``).

@@ -1,0 +1,7 @@
+import FuzzCommon
+
+/// libFuzzer entry point; the checks are in FuzzChecks.swift (`FuzzTarget.checkpoint`).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    runFuzzCheck(.checkpoint, start, count)
+}
