@@ -39,7 +39,7 @@ let package = Package(
         ),
         .executableTarget(name: "lucid-demo", dependencies: ["LucidEngine"]),
         // Child process for the kill -9 crash tests.
-        .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine"]),
+        .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine", "LucidEngineTestSupport"]),
         .testTarget(
             name: "LucidEngineTests",
             dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],

@@ -12,12 +12,13 @@
 //     ACK <sequence>              the batch of the last BEGIN line was acknowledged with this sequence
 //
 // An op is `P.<keyspace>.<key hex>.<value length>.<value seed>` (a put) or `D.<keyspace>.<key hex>` (a delete).
-// The value bytes are `crashChildValue(length:seed:)`; the test has an identical copy of that function.
+// The value bytes are `crashChildValue(length:seed:)` from LucidEngineTestSupport, which the test uses too.
 // Failures go to stderr and end the process with a non-zero status. Log output goes to stderr
 // (swift-log's default handler).
 
 import Foundation
 import LucidEngine
+import LucidEngineTestSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -25,46 +26,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// SplitMix64: small, fast, and good enough to drive a workload deterministically.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
-
-/// The bytes of a value: random (incompressible), a repeated 8-byte pattern, or text over a small alphabet,
-/// chosen by `seed % 3`. MUST stay identical to the copy in `Tests/LucidEngineTests/Crash/CrashTestSupport.swift`.
-func crashChildValue(length: Int, seed: UInt64) -> [UInt8] {
-    var rng = SplitMix64(seed: seed)
-    var bytes = [UInt8](repeating: 0, count: length)
-    switch seed % 3 {
-    case 0:
-        var i = 0
-        while i < length {
-            var word = rng.next()
-            for _ in 0..<8 where i < length {
-                bytes[i] = UInt8(truncatingIfNeeded: word)
-                word >>= 8
-                i += 1
-            }
-        }
-    case 1:
-        let pattern = rng.next()
-        for i in 0..<length { bytes[i] = UInt8(truncatingIfNeeded: pattern >> (UInt64(i % 8) * 8)) }
-    default:
-        let alphabet = Array("abcdefgh ijk,\n".utf8)
-        for i in 0..<length { bytes[i] = alphabet[Int(rng.next() % UInt64(alphabet.count))] }
-    }
-    return bytes
-}
 
 func hex(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef".utf8)

@@ -1,20 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
+import LucidEngineTestSupport
 @testable import LucidEngine
 
-/// SplitMix64: a tiny seeded, deterministic PRNG so that failures can be replayed from the seed.
-private struct BTreeTestRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The shared seeded generator, so failures replay from their seed.
+private typealias BTreeTestRNG = SplitMix64
 
 /// Bytes that make keys collide, share prefixes and hit the unsigned-order edge cases.
 private let alphabet: [UInt8] = [0x00, 0x01, 0x41, 0x42, 0x7F, 0x80, 0xFE, 0xFF]

@@ -13,44 +13,8 @@ import Darwin
 // Shared by the crash tests: a deterministic RNG, the reference model, workloads, and the checks every crash test
 // ends with (state equals the model after some allowed commit, verify is clean, a second open drops nothing).
 
-/// SplitMix64, identical to the one in `Sources/lucid-crash-child/main.swift`.
-struct CrashRNG {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
-
-/// The bytes of a value; MUST stay identical to `crashChildValue(length:seed:)` in the crash child.
-func crashChildValue(length: Int, seed: UInt64) -> [UInt8] {
-    var rng = CrashRNG(seed: seed)
-    var bytes = [UInt8](repeating: 0, count: length)
-    switch seed % 3 {
-    case 0:
-        var i = 0
-        while i < length {
-            var word = rng.next()
-            for _ in 0..<8 where i < length {
-                bytes[i] = UInt8(truncatingIfNeeded: word)
-                word >>= 8
-                i += 1
-            }
-        }
-    case 1:
-        let pattern = rng.next()
-        for i in 0..<length { bytes[i] = UInt8(truncatingIfNeeded: pattern >> (UInt64(i % 8) * 8)) }
-    default:
-        let alphabet = Array("abcdefgh ijk,\n".utf8)
-        for i in 0..<length { bytes[i] = alphabet[Int(rng.next() % UInt64(alphabet.count))] }
-    }
-    return bytes
-}
+/// The crash tests' generator (the shared SplitMix64).
+typealias CrashRNG = SplitMix64
 
 /// One operation of a batch, as the model applies it.
 enum CrashOp: Sendable, Hashable {

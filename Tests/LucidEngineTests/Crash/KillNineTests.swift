@@ -1,6 +1,7 @@
 import Foundation
 import LucidEngine
 import Synchronization
+import LucidEngineTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

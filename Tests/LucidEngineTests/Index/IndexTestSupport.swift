@@ -8,76 +8,14 @@
 import Foundation
 import Logging
 import Testing
+import LucidEngineTestSupport
 @testable import LucidEngine
 
 enum IndexTest {
     // MARK: Deterministic randomness
 
-    /// SplitMix64: a tiny, seedable generator. Every randomized test prints its seed in failure messages.
-    struct SplitMix64: RandomNumberGenerator {
-        private(set) var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-        mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-        mutating func pick<T>(_ items: [T]) -> T { items[int(0..<items.count)] }
-
-        /// `count` uniformly random bytes.
-        mutating func bytes(_ count: Int) -> [UInt8] {
-            var words = [UInt64](repeating: 0, count: (count + 7) / 8)
-            for i in words.indices { words[i] = next() }
-            return words.withUnsafeBytes { Array($0.prefix(count)) }
-        }
-
-        /// `count` bytes biased towards the bytes that matter to the escaping (0x00, 0x01, 0xFF).
-        mutating func trickyBytes(_ count: Int) -> [UInt8] {
-            (0..<count).map { _ in
-                chance(0.6) ? pick([0x00, 0x01, 0xFF, 0xFE, 0x02, 0x7F, 0x80]) : UInt8(truncatingIfNeeded: next())
-            }
-        }
-
-        /// A random string mixing ASCII, NUL, multi-byte scalars and emoji.
-        mutating func string(maxScalars: Int) -> String {
-            let alphabet: [Unicode.Scalar] = ["\0", "\u{1}", "a", "b", "z", "\u{7F}", "é", "ÿ", "ß", "日", "本",
-                                              "😀", "\u{FFFF}", "\u{10FFFF}", "\u{301}"]
-            var s = String.UnicodeScalarView()
-            for _ in 0..<int(0...maxScalars) { s.append(pick(alphabet)) }
-            return String(s)
-        }
-
-        /// A random index value of any type, biased towards edge cases.
-        mutating func indexValue() -> IndexValue {
-            switch int(0..<7) {
-            case 0: return .null
-            case 1: return .bool(chance(0.5))
-            case 2:
-                return .int(chance(0.3) ? pick([.min, .min + 1, -1, 0, 1, .max - 1, .max])
-                                        : Int64(bitPattern: next()) >> UInt64(int(0...63)))
-            case 3:
-                if chance(0.3) {
-                    return .double(pick([-.infinity, -1.5, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
-                                         .leastNormalMagnitude, 1e300, .infinity, .nan, -.nan,
-                                         .greatestFiniteMagnitude, -.greatestFiniteMagnitude]))
-                }
-                return .double(Double(bitPattern: next()))   // any pattern: NaNs with payloads, subnormals, ...
-            case 4:
-                return .date(microsecondsSince1970: chance(0.3) ? pick([.min, -1, 0, 1, .max])
-                                                                 : Int64(bitPattern: next()) >> UInt64(int(0...63)))
-            case 5: return .string(string(maxScalars: 6))
-            default: return .identifier(trickyBytes(int(0...8)))
-            }
-        }
-    }
+    /// The shared seeded generator (LucidEngineTestSupport); every randomized test prints its seed.
+    typealias SplitMix64 = LucidEngineTestSupport.SplitMix64
 
     // MARK: The documented order of index values
 
@@ -213,4 +151,50 @@ enum IndexTest {
     }
 
     static func lucidErrorCode(_ error: any Error) -> LucidError.Code? { (error as? LucidError)?.code }
+}
+
+
+/// Test-specific generators on top of the shared SplitMix64.
+extension SplitMix64 {
+
+    /// `count` bytes biased towards the bytes that matter to the escaping (0x00, 0x01, 0xFF).
+    mutating func trickyBytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in
+            chance(0.6) ? pick([0x00, 0x01, 0xFF, 0xFE, 0x02, 0x7F, 0x80]) : UInt8(truncatingIfNeeded: next())
+        }
+    }
+
+
+    /// A random string mixing ASCII, NUL, multi-byte scalars and emoji.
+    mutating func string(maxScalars: Int) -> String {
+        let alphabet: [Unicode.Scalar] = ["\0", "\u{1}", "a", "b", "z", "\u{7F}", "é", "ÿ", "ß", "日", "本",
+                                          "😀", "\u{FFFF}", "\u{10FFFF}", "\u{301}"]
+        var s = String.UnicodeScalarView()
+        for _ in 0..<int(0...maxScalars) { s.append(pick(alphabet)) }
+        return String(s)
+    }
+
+
+    /// A random index value of any type, biased towards edge cases.
+    mutating func indexValue() -> IndexValue {
+        switch int(0..<7) {
+        case 0: return .null
+        case 1: return .bool(chance(0.5))
+        case 2:
+            return .int(chance(0.3) ? pick([.min, .min + 1, -1, 0, 1, .max - 1, .max])
+                                    : Int64(bitPattern: next()) >> UInt64(int(0...63)))
+        case 3:
+            if chance(0.3) {
+                return .double(pick([-.infinity, -1.5, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
+                                     .leastNormalMagnitude, 1e300, .infinity, .nan, -.nan,
+                                     .greatestFiniteMagnitude, -.greatestFiniteMagnitude]))
+            }
+            return .double(Double(bitPattern: next()))   // any pattern: NaNs with payloads, subnormals, ...
+        case 4:
+            return .date(microsecondsSince1970: chance(0.3) ? pick([.min, -1, 0, 1, .max])
+                                                             : Int64(bitPattern: next()) >> UInt64(int(0...63)))
+        case 5: return .string(string(maxScalars: 6))
+        default: return .identifier(trickyBytes(int(0...8)))
+        }
+    }
 }

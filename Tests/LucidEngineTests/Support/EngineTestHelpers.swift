@@ -12,55 +12,14 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import LucidEngineTestSupport
 @testable import LucidEngine
 
 enum EngineTest {
     // MARK: Deterministic randomness
 
-    /// SplitMix64: a tiny, seedable generator. Every randomized test prints its seed in failure messages.
-    struct SplitMix64: RandomNumberGenerator {
-        private(set) var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-        mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-
-        /// `count` random (incompressible) bytes.
-        mutating func bytes(_ count: Int) -> [UInt8] {
-            var out = [UInt8](repeating: 0, count: count)
-            out.withUnsafeMutableBytes { buffer in
-                var i = 0
-                while i < count {
-                    var word = next()
-                    let n = min(8, count - i)
-                    withUnsafeBytes(of: &word) { w in
-                        for j in 0..<n { buffer[i + j] = w[j] }
-                    }
-                    i += n
-                }
-            }
-            return out
-        }
-
-        /// `count` bytes that LZ4 compresses well (a short random pattern repeated).
-        mutating func compressibleBytes(_ count: Int) -> [UInt8] {
-            let pattern = bytes(int(1...16))
-            var out: [UInt8] = []
-            out.reserveCapacity(count)
-            while out.count < count { out.append(contentsOf: pattern.prefix(count - out.count)) }
-            return out
-        }
-    }
+    /// The shared seeded generator (LucidEngineTestSupport); every randomized test prints its seed.
+    typealias SplitMix64 = LucidEngineTestSupport.SplitMix64
 
     // MARK: Options, temporary directories
 
@@ -459,6 +418,7 @@ enum EngineTest {
         }
     }
 
+    @discardableResult
     static func expectLucidError<T>(_ code: LucidError.Code, _ context: @autoclosure () -> String = "",
                                     sourceLocation: SourceLocation = #_sourceLocation,
                                     _ body: () async throws -> T) async -> LucidError? {
@@ -665,5 +625,19 @@ enum EngineTest {
             }
         }
         return diffs
+    }
+}
+
+
+/// Test-specific generators on top of the shared SplitMix64.
+extension SplitMix64 {
+
+    /// `count` bytes that LZ4 compresses well (a short random pattern repeated).
+    mutating func compressibleBytes(_ count: Int) -> [UInt8] {
+        let pattern = bytes(int(1...16))
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        while out.count < count { out.append(contentsOf: pattern.prefix(count - out.count)) }
+        return out
     }
 }
