@@ -1,21 +1,11 @@
 import Testing
+import LucidEngineTestSupport
 @testable import LucidEngine
 
 @Suite("BTree.Builder")
 struct BTreeBuilderTests {
-    private struct Mix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     private func sortedKeys(_ n: Int, seed: UInt64, maxLength: Int) -> [[UInt8]] {
-        var rng = Mix(state: seed)
+        var rng = SplitMix64(seed: seed)
         var set = Set<[UInt8]>()
         while set.count < n {
             let length = Int.random(in: 0...maxLength, using: &rng)
@@ -47,7 +37,7 @@ struct BTreeBuilderTests {
             #expect(visited == keys, "count \(count) maxLength \(maxLength)")
             for (i, key) in keys.enumerated() where i % 7 == 0 { #expect(tree.value(forKey: key) == i) }
             // The built tree must keep working under ordinary mutations.
-            var rng = Mix(state: UInt64(count))
+            var rng = SplitMix64(seed: UInt64(count))
             for (i, key) in keys.enumerated() where i % 3 == 0 { tree.removeValue(forKey: key) }
             for _ in 0..<200 {
                 let key = (0..<Int.random(in: 0...8, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
