@@ -1,0 +1,31 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Regression micro-benchmarks of LucidEngine hot paths through its public API, with ordo-one's benchmark package
+// (formerly package-benchmark; the same 1.38.1 is mirrored under both names, and the plugin asks for the new one).
+//
+//   swift package --package-path Benchmarks/Micro benchmark                      # run and print
+//   swift package --package-path Benchmarks/Micro benchmark baseline update main # store a baseline
+//   swift package --package-path Benchmarks/Micro benchmark baseline check main  # compare to it
+//
+// Only the "MallocInterposer" trait is enabled: package-benchmark's default "RuntimeInterposer" trait pulls in a
+// package (swift-runtime-interposer) that is not available on this project's machines.
+let package = Package(
+    name: "LucidMicroBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Lucid", path: "../../"),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "LucidEngineMicro",
+            dependencies: [
+                .product(name: "LucidEngine", package: "Lucid"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/LucidEngineMicro",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

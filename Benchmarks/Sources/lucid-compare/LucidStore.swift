@@ -1,0 +1,88 @@
+import LucidEngine
+
+/// LucidEngine through its public API, one keyspace "books". Records carry their genre and rating index terms
+/// (logged with the record, as the data layer will write them), so load and size figures already pay for them.
+final class LucidStore: BenchStore, Committer {
+    static let keyspace = "books"
+    static let settings = "LucidEngine: syncMode .none during the load then one sync() (suffix-only loss on crash), "
+        + "16 KiB pages, \(engineCacheBytes >> 20) MiB page cache, 64 MiB segments; each record carries 2 index "
+        + "terms (genre, rating) in the log; gets via Engine.get, scan via snapshot().forEach"
+    static let durableSettings = "LucidEngine: syncMode .always (fdatasync per commit group, group commit), "
+        + "commitAndWait per record"
+
+    private let path: String
+    private let options: EngineOptions
+    private var engine: Engine
+
+    init(path: String, durable: Bool) throws {
+        self.path = path
+        var options = EngineOptions()
+        options.syncMode = durable ? .always : .none
+        options.pageCacheBytes = engineCacheBytes
+        self.options = options
+        engine = try Engine.open(at: path, options: options)
+    }
+
+    private static func put(_ i: Int, _ order: KeyOrder, into batch: inout WriteBatch) {
+        let fields = Fields(i)
+        batch.put(Records.value(fields), forKey: Records.key(i, order), in: keyspace, indexTerms: [
+            IndexTerm(index: "genre", value: .string(Words.genres[fields.genre])),
+            IndexTerm(index: "rating", value: .int(Int64(fields.rating))),
+        ])
+    }
+
+    func loadBatch(_ range: Range<Int>, order: KeyOrder) throws {
+        var batch = WriteBatch()
+        for i in range { Self.put(i, order, into: &batch) }
+        try engine.commitAndWait(batch)
+    }
+
+    func syncAll() throws { try engine.sync() }
+
+    func get(_ key: [UInt8]) throws -> Int? { try engine.get(key, in: Self.keyspace).map(keep) }
+
+    func scanAll() throws -> (count: Int, bytes: Int) {
+        var count = 0
+        var bytes = 0
+        try engine.snapshot().forEach(in: Self.keyspace) { record in
+            count += 1
+            bytes += record.value.count
+            return true
+        }
+        return (count, bytes)
+    }
+
+    func reopen() throws {
+        try engine.close()
+        engine = try Engine.open(at: path, options: options)
+    }
+
+    func close() throws { try engine.close() }
+
+    var supportsSecondaryIndexes: Bool { true }
+
+    /// `WHERE genre = ? LIMIT ?`: the index gives the keys, each record is read through the page cache.
+    func queryGenre(_ genre: Int, limit: Int) throws -> Int {
+        try engine.records(matching: IndexQuery(keyspace: Self.keyspace, index: "genre",
+                                                condition: .equals(.string(Words.genres[genre])), limit: limit)).count
+    }
+
+    /// `WHERE rating >= ? ORDER BY rating LIMIT ?`.
+    func queryRating(atLeast rating: Int, limit: Int) throws -> Int {
+        try engine.records(matching: IndexQuery(keyspace: Self.keyspace, index: "rating",
+                                                condition: .atLeast(.int(Int64(rating))), limit: limit)).count
+    }
+
+    // Compaction arrives with the rest of issue 3: implement compact(scratch:) (and supportsCompaction) here, and
+    // the harness runs size_after_compaction_bytes for lucid-engine too.
+
+    func makeCommitter() throws -> Committer { self }
+
+    func commitOne(_ i: Int) throws {
+        var batch = WriteBatch()
+        Self.put(i, .random, into: &batch)
+        try engine.commitAndWait(batch)
+    }
+
+    func finish() throws {}
+}

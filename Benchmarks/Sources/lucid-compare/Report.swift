@@ -1,0 +1,165 @@
+import Foundation
+
+/// Tables (text, with a Markdown summary) and the JSON form of one run's results.
+struct Report {
+    let records: Int
+    let machine: String
+    let results: [Result]
+    /// Figures measured alongside the results (the fdatasync ceiling just before each engine's commit phase).
+    let context: [Result]
+    let engines: [EngineKind]
+    let size: RunSize
+
+    private var command: String {
+        (["swift run -c release --package-path Benchmarks lucid-compare"]
+            + CommandLine.arguments.dropFirst()).joined(separator: " ")
+    }
+
+    private func value(_ workload: String, _ engine: String) -> Double? {
+        results.first { $0.workload == workload && $0.engine == engine }?.value
+    }
+
+    /// Why an engine has no figure for a workload.
+    private func missingReason(_ workload: String, _ engine: EngineKind) -> String {
+        switch (workload, engine) {
+        case ("index_eq", .lucid), ("index_range", .lucid): "no secondary-index query API yet (issue 3)"
+        case ("index_eq", _), ("index_range", _): "no secondary indexes"
+        case ("size_after_compaction_bytes", .lucid): "no compaction yet (issue 3)"
+        default: "failed or not run"
+        }
+    }
+
+    private func format(_ value: Double, unit: String) -> String {
+        switch unit {
+        case "bytes" where value >= Double(1 << 20): formatNumber(value / Double(1 << 20), decimals: 1) + " MiB"
+        case "bytes": formatNumber(value, decimals: 1) + " B"
+        case "ms": formatNumber(value, decimals: 1) + " ms"
+        default: formatNumber(value)
+        }
+    }
+
+    /// lucid-engine's figure over the best peer's, and which peer that is.
+    private func ratio(_ info: WorkloadInfo) -> (Double, String)? {
+        guard let lucid = value(info.name, EngineKind.lucid.rawValue) else { return nil }
+        let peers = engines.filter { $0 != .lucid }.compactMap { e in value(info.name, e.rawValue).map { (e, $0) } }
+        guard let best = peers.max(by: { info.higherIsBetter ? $0.1 < $1.1 : $0.1 > $1.1 }), best.1 > 0 else {
+            return nil
+        }
+        return (lucid / best.1, best.0.rawValue)
+    }
+
+    func text() -> String {
+        var out: [String] = []
+        let valueLength = Records.averageValueLength()
+        out.append("lucid-compare: \(formatNumber(Double(records))) records (16-byte keys, JSON-like values of "
+                   + "\(valueLength) bytes on average), \(formatNumber(Double(size.commits))) durable commits per "
+                   + "commit workload, \(formatNumber(Double(size.queries))) queries per index workload")
+        out.append("machine: \(machine)")
+        out.append("command: \(command)")
+        out.append("")
+        out.append("settings for the load, read, reopen and size workloads:")
+        for engine in engines { out.append("  \(engine.settings)") }
+        out.append("settings for the durable commit workloads (fdatasync or fsync per commit):")
+        for engine in engines { out.append("  \(engine.durableSettings)") }
+        out.append("Each engine runs each phase in a fresh child process; stores live under a temporary directory.")
+
+        for info in workloadInfos {
+            let rows = info.name.hasPrefix("fdatasync_4k") ? ["os"] : engines.map(\.rawValue)
+            guard rows.contains(where: { value(info.name, $0) != nil }) else { continue }
+            out.append("")
+            out.append("\(info.name): \(info.title)")
+            out.append("  (\(info.unit), \(info.higherIsBetter ? "higher" : "lower") is better)")
+            for row in rows {
+                let name = row.padding(toLength: 14, withPad: " ", startingAt: 0)
+                if let v = value(info.name, row) {
+                    let shown = format(v, unit: info.unit)
+                    out.append("  \(name)\(String(repeating: " ", count: max(0, 16 - shown.count)))\(shown)")
+                } else if let kind = EngineKind(rawValue: row) {
+                    out.append("  \(name)               —   (\(missingReason(info.name, kind)))")
+                }
+            }
+            if let (r, peer) = ratio(info) {
+                out.append("  lucid-engine / best peer (\(peer)): \(formatNumber(r, decimals: 2))x")
+            }
+            if info.name == "commit_single" && !context.isEmpty {
+                out.append("  fdatasync_4k measured again just before each engine's commit phase (disk latency drifts): "
+                           + context.map { "\($0.engine) \(formatNumber($0.value))" }.joined(separator: ", "))
+            }
+        }
+
+        out.append("")
+        out.append("Summary (Markdown):")
+        out.append("")
+        out.append(markdown())
+        return out.joined(separator: "\n")
+    }
+
+    /// One table: a row per workload, a column per engine, and lucid-engine's ratio to the best peer.
+    func markdown() -> String {
+        var lines: [String] = []
+        let names = engines.map(\.rawValue)
+        lines.append("| workload | unit | " + names.joined(separator: " | ") + " | lucid ÷ best peer |")
+        lines.append("|---|---|" + names.map { _ in "---:|" }.joined() + "---:|")
+        for info in workloadInfos {
+            if info.name.hasPrefix("fdatasync_4k") {
+                if let v = value(info.name, "os") {
+                    lines.append("| \(info.name) (os) | ops/s | \(format(v, unit: info.unit))"
+                                 + String(repeating: " |", count: names.count) + " |")
+                }
+                continue
+            }
+            guard names.contains(where: { value(info.name, $0) != nil }) else { continue }
+            let cells = names.map { n in value(info.name, n).map { format($0, unit: info.unit) } ?? "—" }
+            let r = ratio(info).map { "\(formatNumber($0.0, decimals: 2))x (\($0.1))" } ?? "—"
+            let unit = info.unit + (info.higherIsBetter ? " ↑" : " ↓")
+            lines.append("| \(info.name) | \(unit) | " + cells.joined(separator: " | ") + " | \(r) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func json() -> String {
+        func quote(_ s: String) -> String {
+            var out = "\""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\t": out += "\\t"
+                default:
+                    if scalar.value < 0x20 {
+                        out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                            + String(scalar.value, radix: 16)
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return out + "\""
+        }
+        func number(_ v: Double) -> String {
+            v == v.rounded() && abs(v) < 1e15 ? String(Int(v)) : String(v)
+        }
+        var out = "{\n  \"records\": \(records),\n  \"machine\": \(quote(machine)),\n"
+        out += "  \"command\": \(quote(command)),\n  \"settings\": {\n"
+        out += engines.map { "    \(quote($0.rawValue)): \(quote($0.settings + " | durable commits: " + $0.durableSettings))" }
+            .joined(separator: ",\n")
+        out += "\n  },\n  \"results\": [\n"
+        let order = Dictionary(uniqueKeysWithValues: workloadInfos.enumerated().map { ($1.name, $0) })
+        let rank = { (engine: String) in EngineKind(rawValue: engine).flatMap { EngineKind.allCases.firstIndex(of: $0) } ?? -1 }
+        let sorted = results.sorted {
+            (order[$0.workload] ?? 99, rank($0.engine)) < (order[$1.workload] ?? 99, rank($1.engine))
+        }
+        out += sorted.map {
+            "    {\"workload\": \(quote($0.workload)), \"engine\": \(quote($0.engine)), "
+                + "\"value\": \(number($0.value)), \"unit\": \(quote($0.unit))}"
+        }.joined(separator: ",\n")
+        out += "\n  ],\n  \"context\": [\n"
+        out += context.map {
+            "    {\"name\": \(quote($0.workload + "_before_commits")), \"engine\": \(quote($0.engine)), "
+                + "\"value\": \(number($0.value)), \"unit\": \(quote($0.unit))}"
+        }.joined(separator: ",\n")
+        out += "\n  ]\n}"
+        return out
+    }
+}

@@ -1,0 +1,110 @@
+/// One engine under test, behind the few operations the workloads need.
+///
+/// Every engine keeps its own native API behind this protocol; nothing here is emulated. An operation an engine
+/// cannot do is declared unsupported (the `supports...` flags) and its workload is left out of the results.
+protocol BenchStore: AnyObject {
+    /// Writes records `range` (keys in `order`) as one atomic batch (transaction).
+    func loadBatch(_ range: Range<Int>, order: KeyOrder) throws
+    /// Makes everything written so far durable (the end of a bulk load).
+    func syncAll() throws
+    /// Reads the value under `key` into an owned copy (bytes; for GRDB, the decoded record) and returns its size
+    /// in bytes, or nil when the key is missing.
+    func get(_ key: [UInt8]) throws -> Int?
+    /// Visits every record in key order; returns (records, value bytes seen).
+    func scanAll() throws -> (count: Int, bytes: Int)
+    /// Closes and opens the store again (the caller times it, with a first read).
+    func reopen() throws
+    func close() throws
+
+    /// Secondary indexes on genre (equality) and rating (range).
+    var supportsSecondaryIndexes: Bool { get }
+    /// Up to `limit` records with this genre; returns how many.
+    func queryGenre(_ genre: Int, limit: Int) throws -> Int
+    /// Up to `limit` records with rating >= `rating`, in rating order; returns how many.
+    func queryRating(atLeast rating: Int, limit: Int) throws -> Int
+
+    /// Whether the engine can compact its files now.
+    var supportsCompaction: Bool { get }
+    /// Compacts; returns the directory whose size is the compacted size (the store's or a compacted copy's).
+    func compact(scratch: String) throws -> String
+
+    /// A handle for one writer thread doing single-record durable commits. Created on the main thread before
+    /// the writers start; may be the store itself when its handle is thread-safe.
+    func makeCommitter() throws -> Committer
+}
+
+protocol Committer: AnyObject {
+    /// Commits record `i` (random-order key) alone, durably.
+    func commitOne(_ i: Int) throws
+    /// Releases a per-writer handle (no-op for shared ones).
+    func finish() throws
+}
+
+extension BenchStore {
+    var supportsSecondaryIndexes: Bool { false }
+    func queryGenre(_ genre: Int, limit: Int) throws -> Int { throw BenchError.unsupported }
+    func queryRating(atLeast rating: Int, limit: Int) throws -> Int { throw BenchError.unsupported }
+    var supportsCompaction: Bool { false }
+    func compact(scratch: String) throws -> String { throw BenchError.unsupported }
+}
+
+enum BenchError: Error, CustomStringConvertible {
+    case unsupported
+    case failed(String)
+
+    var description: String {
+        switch self {
+        case .unsupported: "unsupported"
+        case .failed(let message): message
+        }
+    }
+}
+
+/// The engines, in report order, with the settings each runs with (printed with the results).
+enum EngineKind: String, CaseIterable {
+    case lucid = "lucid-engine"
+    case lmdb
+    case rocksdb
+    case sqlite
+    case grdb
+
+    /// Settings for the bulk-load, read, reopen and size workloads.
+    var settings: String {
+        switch self {
+        case .lucid: LucidStore.settings
+        case .lmdb: LMDBStore.settings
+        case .rocksdb: RocksStore.settings
+        case .sqlite: SQLiteStore.settings
+        case .grdb: GRDBStore.settings
+        }
+    }
+
+    /// Settings for the durable single-record commit workloads.
+    var durableSettings: String {
+        switch self {
+        case .lucid: LucidStore.durableSettings
+        case .lmdb: LMDBStore.durableSettings
+        case .rocksdb: RocksStore.durableSettings
+        case .sqlite: SQLiteStore.durableSettings
+        case .grdb: GRDBStore.durableSettings
+        }
+    }
+
+    /// Opens (creating if needed) the store in directory `path`; `durable` selects the commit settings.
+    func open(at path: String, durable: Bool, records: Int) throws -> BenchStore {
+        switch self {
+        case .lucid: try LucidStore(path: path, durable: durable)
+        case .lmdb: try LMDBStore(path: path, durable: durable, records: records)
+        case .rocksdb: try RocksStore(path: path, durable: durable)
+        case .sqlite: try SQLiteStore(path: path, durable: durable)
+        case .grdb: try GRDBStore(path: path, durable: durable)
+        }
+    }
+}
+
+/// Cache given to every engine that has one of its own (LMDB reads through the OS page cache via mmap).
+let engineCacheBytes = 64 << 20
+
+/// Takes an owned value so the optimizer cannot drop the copy a read made; returns its size.
+@inline(never) @_optimize(none)
+func keep(_ value: [UInt8]) -> Int { value.count }

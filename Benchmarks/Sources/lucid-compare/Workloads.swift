@@ -1,0 +1,270 @@
+import Foundation
+
+/// A measured figure, as the JSON form names it.
+struct Result {
+    var workload: String
+    var engine: String
+    var value: Double
+    var unit: String
+}
+
+/// What each workload measures, in report order.
+struct WorkloadInfo {
+    var name: String
+    var unit: String
+    var higherIsBetter: Bool
+    var title: String
+}
+
+let workloadInfos: [WorkloadInfo] = [
+    .init(name: "fdatasync_4k", unit: "ops/s", higherIsBetter: true,
+          title: "raw ceiling for appending logs: one 4 KiB append + fdatasync (the size grows, so each is a journal commit)"),
+    .init(name: "load_seq", unit: "records/s", higherIsBetter: true,
+          title: "bulk load in batches of 1000, sequential keys, ending with one sync"),
+    .init(name: "load_random", unit: "records/s", higherIsBetter: true,
+          title: "bulk load in batches of 1000, random keys, ending with one sync"),
+    .init(name: "get_random", unit: "gets/s", higherIsBetter: true,
+          title: "random point gets on the random-key store, warm (after the scan), one thread"),
+    .init(name: "scan", unit: "records/s", higherIsBetter: true,
+          title: "full ordered scan of the random-key store"),
+    .init(name: "reopen_ms", unit: "ms", higherIsBetter: false,
+          title: "close + open + first get of the loaded random-key store"),
+    .init(name: "commit_single", unit: "commits/s", higherIsBetter: true,
+          title: "single-record durable commits, one writer"),
+    .init(name: "commit_8_writers", unit: "commits/s", higherIsBetter: true,
+          title: "single-record durable commits, 8 concurrent writer threads"),
+    .init(name: "size_after_load_bytes", unit: "bytes", higherIsBetter: false,
+          title: "on-disk size after the random-key load (allocated blocks, after close)"),
+    .init(name: "size_after_compaction_bytes", unit: "bytes", higherIsBetter: false,
+          title: "on-disk size after compaction (RocksDB CompactRange, SQLite/GRDB VACUUM, LMDB compacting copy)"),
+    .init(name: "index_eq", unit: "queries/s", higherIsBetter: true,
+          title: "secondary-index equality query (genre = ?) returning 20 records"),
+    .init(name: "index_range", unit: "queries/s", higherIsBetter: true,
+          title: "secondary-index range query (rating >= ? order by rating) with limit 20"),
+    .init(name: "memory_per_record_bytes", unit: "bytes", higherIsBetter: false,
+          title: "RSS growth across the random-key load / records (LMDB: includes its mapped file pages)"),
+]
+
+/// The phases one child process runs; each engine runs them in this order, each in a fresh process.
+let enginePhases = ["load_seq", "load_random", "read", "compact", "commit"]
+
+/// Sizes of one run.
+struct RunSize {
+    var records: Int
+    var commits: Int
+    var queries: Int
+    var fdatasyncOps: Int
+}
+
+/// Runs one phase in this (child) process and writes its results to stdout as tab-separated lines.
+struct PhaseRunner {
+    let engine: EngineKind?
+    let directory: String
+    let size: RunSize
+    let batchSize = 1000
+
+    private func emit(_ workload: String, _ value: Double, _ unit: String) {
+        print("result\t\(workload)\t\(value)\t\(unit)")
+        fflush(stdout)
+    }
+
+    private func note(_ text: String) {
+        FileHandle.standardError.write(Data("    \(engine?.rawValue ?? "os"): \(text)\n".utf8))
+    }
+
+    private func path(_ suffix: String) -> String { directory + "/" + (engine?.rawValue ?? "os") + "-" + suffix }
+
+    func run(_ phase: String) throws {
+        switch phase {
+        case "fdatasync":
+            emit("fdatasync_4k", try fdatasyncRate(directory: directory, count: size.fdatasyncOps), "ops/s")
+        case "load_seq": try load(order: .sequential)
+        case "load_random": try load(order: .random)
+        case "read": try read()
+        case "compact": try compact()
+        case "commit": try commits()
+        default: throw BenchError.failed("unknown phase \(phase)")
+        }
+    }
+
+    private func requireEngine() throws -> EngineKind {
+        guard let engine else { throw BenchError.failed("this phase needs --engine") }
+        return engine
+    }
+
+    private func load(order: KeyOrder) throws {
+        let engine = try requireEngine()
+        let store = path(order == .sequential ? "seq" : "random")
+        removeTree(store)
+        let db = try engine.open(at: store, durable: false, records: size.records)
+        let before = residentBytes()
+        let seconds = try timed {
+            for start in stride(from: 0, to: size.records, by: batchSize) {
+                try db.loadBatch(start..<min(start + batchSize, size.records), order: order)
+            }
+            try db.syncAll()
+        }
+        let after = residentBytes()
+        try db.close()
+        note((order == .sequential ? "load_seq " : "load_random ") + String(format: "%.2f s", seconds))
+        if order == .sequential {
+            emit("load_seq", Double(size.records) / seconds, "records/s")
+            removeTree(store)
+        } else {
+            emit("load_random", Double(size.records) / seconds, "records/s")
+            emit("memory_per_record_bytes", Double(after - before) / Double(size.records), "bytes")
+            emit("size_after_load_bytes", Double(diskUsage(store)), "bytes")
+        }
+    }
+
+    private func read() throws {
+        let engine = try requireEngine()
+        let db = try engine.open(at: path("random"), durable: false, records: size.records)
+        defer { try? db.close() }
+
+        var scanned = (count: 0, bytes: 0)
+        let scanSeconds = try timed { scanned = try db.scanAll() }
+        guard scanned.count == size.records else {
+            throw BenchError.failed("scan saw \(scanned.count) records, expected \(size.records)")
+        }
+        emit("scan", Double(scanned.count) / scanSeconds, "records/s")
+
+        var random = FastRandom(seed: 42)
+        var missing = 0
+        var bytes = 0
+        let gets = size.records
+        let getSeconds = try timed {
+            for _ in 0..<gets {
+                let key = Records.key(random.next(below: size.records), .random)
+                if let n = try db.get(key) { bytes += n } else { missing += 1 }
+            }
+        }
+        guard missing == 0 else { throw BenchError.failed("\(missing) of \(gets) gets found nothing") }
+        emit("get_random", Double(gets) / getSeconds, "gets/s")
+        note(String(format: "scan %.2f s, %d gets %.2f s", scanSeconds, gets, getSeconds))
+
+        if db.supportsSecondaryIndexes {
+            var short = 0
+            let eqSeconds = try timed {
+                for _ in 0..<size.queries {
+                    if try db.queryGenre(random.next(below: Words.genres.count), limit: 20) != 20 { short += 1 }
+                }
+            }
+            let rangeSeconds = try timed {
+                for _ in 0..<size.queries {
+                    // Ratings run 0...1000; start low enough that 20 records always follow.
+                    if try db.queryRating(atLeast: random.next(below: 990), limit: 20) != 20 { short += 1 }
+                }
+            }
+            guard short == 0 else { throw BenchError.failed("\(short) index queries returned fewer than 20 records") }
+            emit("index_eq", Double(size.queries) / eqSeconds, "queries/s")
+            emit("index_range", Double(size.queries) / rangeSeconds, "queries/s")
+        }
+
+        let firstKey = Records.key(0, .random)
+        let reopenSeconds = try timed {
+            try db.reopen()
+            guard try db.get(firstKey) != nil else { throw BenchError.failed("record 0 missing after reopen") }
+        }
+        emit("reopen_ms", reopenSeconds * 1000, "ms")
+    }
+
+    private func compact() throws {
+        let engine = try requireEngine()
+        let store = path("random")
+        defer { removeTree(store) }
+        let db = try engine.open(at: store, durable: false, records: size.records)
+        guard db.supportsCompaction else {
+            try db.close()
+            return
+        }
+        let scratch = path("compacted")
+        defer { removeTree(scratch) }
+        var target = ""
+        let seconds = try timed { target = try db.compact(scratch: scratch) }
+        try db.close()
+        note(String(format: "compaction %.2f s", seconds))
+        emit("size_after_compaction_bytes", Double(diskUsage(target)), "bytes")
+    }
+
+    private func commits() throws {
+        let engine = try requireEngine()
+        let count = size.commits
+
+        // The disk's sync latency drifts (shared host): measure the append+fdatasync ceiling again right here.
+        let probe = try fdatasyncRate(directory: directory, count: max(50, size.fdatasyncOps / 10))
+        print("context\tfdatasync_4k\t\(probe)\tops/s")
+
+        let single = path("commit1")
+        removeTree(single)
+        do {
+            let db = try engine.open(at: single, durable: true, records: count)
+            let committer = try db.makeCommitter()
+            let seconds = try timed {
+                for i in 0..<count { try committer.commitOne(i) }
+            }
+            try committer.finish()
+            let stored = try db.scanAll().count
+            try db.close()
+            guard stored == count else { throw BenchError.failed("\(stored) records after \(count) commits") }
+            emit("commit_single", Double(count) / seconds, "commits/s")
+            note(String(format: "commit_single %.2f s", seconds))
+        }
+        removeTree(single)
+
+        let multi = path("commit8")
+        removeTree(multi)
+        do {
+            let writers = 8
+            let db = try engine.open(at: multi, durable: true, records: count)
+            let committers = try (0..<writers).map { _ in try db.makeCommitter() }
+            let errors = ErrorBox()
+            let start = DispatchSemaphore(value: 0)
+            let done = DispatchGroup()
+            for w in 0..<writers {
+                done.enter()
+                let committer = committers[w]
+                let thread = Thread {
+                    start.wait()
+                    do {
+                        for i in stride(from: w, to: count, by: writers) { try committer.commitOne(i) }
+                    } catch {
+                        errors.record(error)
+                    }
+                    done.leave()
+                }
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+            let began = now()
+            for _ in 0..<writers { start.signal() }
+            done.wait()
+            let seconds = now() - began
+            if let error = errors.first { throw error }
+            for committer in committers { try committer.finish() }
+            let stored = try db.scanAll().count
+            try db.close()
+            guard stored == count else { throw BenchError.failed("\(stored) records after \(count) commits") }
+            emit("commit_8_writers", Double(count) / seconds, "commits/s")
+            note(String(format: "commit_8_writers %.2f s", seconds))
+        }
+        removeTree(multi)
+    }
+}
+
+final class ErrorBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [Error] = []
+
+    func record(_ error: Error) {
+        lock.lock()
+        errors.append(error)
+        lock.unlock()
+    }
+
+    var first: Error? {
+        lock.lock()
+        defer { lock.unlock() }
+        return errors.first
+    }
+}

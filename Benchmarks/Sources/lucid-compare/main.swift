@@ -1,0 +1,181 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// lucid-compare: the same workloads on LucidEngine, LMDB, RocksDB, SQLite and GRDB.
+//
+// The parent process re-executes itself once per engine and phase (`--child PHASE --engine E`), so that every
+// engine starts from a fresh process: memory figures are its own, and no engine's caches help another.
+
+let usage = """
+    usage: lucid-compare [--records N] [--quick] [--json] [--dir DIR] [--engines a,b,...] [--commits N]
+                         [--queries N]
+
+      --records N    records to load (default 1,000,000; --quick: 100,000)
+      --quick        smoke-test sizes: 100k records, 1,000 durable commits, 2,000 index queries
+      --json         print {"records", "machine", "results": [{"workload", "engine", "value", "unit"}]} only
+      --dir DIR      parent of the temporary store directory (default /tmp); removed at the end
+      --engines L    comma-separated subset of: \(EngineKind.allCases.map(\.rawValue).joined(separator: ","))
+      --commits N    single-record durable commits per commit workload (default 10,000; --quick: 1,000)
+      --queries N    queries per secondary-index workload (default 10,000; --quick: 2,000)
+    """
+
+struct Options {
+    var records: Int?
+    var quick = false
+    var json = false
+    var directory: String?
+    var engines = EngineKind.allCases
+    var commits: Int?
+    var queries: Int?
+    var fdatasyncOps: Int?
+    var child: String?
+    var engine: EngineKind?
+
+    var size: RunSize {
+        RunSize(records: records ?? (quick ? 100_000 : 1_000_000),
+                commits: commits ?? (quick ? 1_000 : 10_000),
+                queries: queries ?? (quick ? 2_000 : 10_000),
+                fdatasyncOps: fdatasyncOps ?? (quick ? 500 : 2_000))
+    }
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var options = Options()
+        var rest = arguments[...]
+        func value(_ flag: String) throws -> String {
+            guard let v = rest.popFirst() else { throw BenchError.failed("\(flag) needs a value") }
+            return v
+        }
+        func count(_ flag: String) throws -> Int {
+            let text = try value(flag).replacingOccurrences(of: "_", with: "").replacingOccurrences(of: ",", with: "")
+            guard let n = Int(text), n > 0 else { throw BenchError.failed("\(flag) needs a positive integer") }
+            return n
+        }
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--records": options.records = try count(argument)
+            case "--quick": options.quick = true
+            case "--json": options.json = true
+            case "--dir": options.directory = try value(argument)
+            case "--commits": options.commits = try count(argument)
+            case "--queries": options.queries = try count(argument)
+            case "--fdatasync-ops": options.fdatasyncOps = try count(argument)
+            case "--engines":
+                options.engines = try value(argument).split(separator: ",").map {
+                    guard let kind = EngineKind(rawValue: String($0)) else {
+                        throw BenchError.failed("unknown engine \($0)")
+                    }
+                    return kind
+                }
+            case "--engine":
+                let name = try value(argument)
+                guard let kind = EngineKind(rawValue: name) else { throw BenchError.failed("unknown engine \(name)") }
+                options.engine = kind
+            case "--child", "--workload": options.child = try value(argument)
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            default: throw BenchError.failed("unknown argument \(argument)\n\(usage)")
+            }
+        }
+        return options
+    }
+}
+
+func log(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Runs one phase in a child process; returns its results, or nil when it failed. Context figures (measured
+/// alongside, not results) are appended to `context`.
+func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSize,
+              context: inout [Result]) -> [Result]? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executablePath())
+    var arguments = ["--child", phase, "--dir", directory, "--records", String(size.records),
+                     "--commits", String(size.commits), "--queries", String(size.queries),
+                     "--fdatasync-ops", String(size.fdatasyncOps)]
+    if let engine { arguments += ["--engine", engine.rawValue] }
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    do { try process.run() } catch {
+        log("  cannot start child: \(error)")
+        return nil
+    }
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    var results: [Result] = []
+    for line in String(decoding: output, as: UTF8.self).split(separator: "\n") {
+        let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count == 4, fields[0] == "result" || fields[0] == "context",
+              let value = Double(fields[2]) else { continue }
+        let result = Result(workload: String(fields[1]), engine: engine?.rawValue ?? "os", value: value,
+                            unit: String(fields[3]))
+        if fields[0] == "result" { results.append(result) } else { context.append(result) }
+    }
+    guard process.terminationStatus == 0 else {
+        log("  \(engine?.rawValue ?? "os") \(phase): child failed (status \(process.terminationStatus))")
+        return nil
+    }
+    return results
+}
+
+func runParent(_ options: Options) -> Int32 {
+    let size = options.size
+    let parent = options.directory ?? "/tmp"
+    var template = Array((parent + "/lucid-compare-XXXXXX").utf8CString)
+    guard (try? makeDirectory(parent)) != nil, let made = mkdtemp(&template) else {
+        log("cannot create a temporary directory under \(parent)")
+        return 1
+    }
+    let directory = String(cString: made)
+    defer { removeTree(directory) }
+    let machine = machineDescription(directory: parent)
+
+    log("lucid-compare: \(size.records) records, \(size.commits) durable commits per commit workload, "
+        + "\(size.queries) queries per index workload; stores in \(directory)")
+    var results: [Result] = []
+    var context: [Result] = []
+    var failures = 0
+    let started = now()
+    func phase(_ name: String, _ engine: EngineKind?) {
+        let t0 = now()
+        log("[\(engine?.rawValue ?? "os")] \(name)")
+        if let r = runChild(phase: name, engine: engine, directory: directory, size: size,
+                             context: &context) {
+            results += r
+        } else {
+            failures += 1
+        }
+        log(String(format: "  %.1f s", now() - t0))
+    }
+    phase("fdatasync", nil)
+    for engine in options.engines {
+        for name in enginePhases { phase(name, engine) }
+    }
+    log(String(format: "total %.1f s", now() - started))
+
+    let report = Report(records: size.records, machine: machine, results: results, context: context,
+                        engines: options.engines, size: size)
+    print(options.json ? report.json() : report.text())
+    if failures > 0 {
+        log("\(failures) phase(s) failed; their workloads are missing from the results")
+        return 1
+    }
+    return 0
+}
+
+do {
+    let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+    if let phase = options.child {
+        guard let directory = options.directory else { throw BenchError.failed("--child needs --dir") }
+        try PhaseRunner(engine: options.engine, directory: directory, size: options.size).run(phase)
+        exit(0)
+    }
+    exit(runParent(options))
+} catch {
+    log("lucid-compare: \(error)")
+    exit(2)
+}
