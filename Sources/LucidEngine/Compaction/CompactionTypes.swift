@@ -9,6 +9,8 @@ public struct CompactionOptions: Sendable {
     /// live data copied so far and the total to copy. Must be cheap and must not call back into the engine's
     /// compaction.
     public var progress: (@Sendable (CompactionProgress) -> Void)?
+    /// Test hook: runs after the outputs are written and before the swap (so a test can write meanwhile).
+    var beforeSwap: (@Sendable () -> Void)?
 
     /// Every sealed segment, no progress callback.
     public init(segments: [UInt64]? = nil, progress: (@Sendable (CompactionProgress) -> Void)? = nil) {
@@ -87,6 +89,24 @@ extension Engine {
     /// The blocking form of ``compact(_:)``, for command-line tools and tests.
     public func compactAndWait(_ options: CompactionOptions = CompactionOptions()) throws -> CompactionSummary {
         try core.compact(options)
+    }
+
+    /// Seals the active segment now (if it holds anything) and starts a new one, so that a following
+    /// ``compact(_:)`` includes everything written so far. - Complexity: one fsync, one segment creation and one
+    /// manifest write. - Throws: closed, failedState, io (the engine then refuses writes until reopened, as for
+    /// any failed write).
+    public func sealActiveSegment() throws {
+        let core = self.core
+        try core.runOnWriter {
+            guard core.writer.activeEnd > UInt64(Format.segmentHeaderLength) else { return }
+            do {
+                try core.roll()
+            } catch {
+                let lucidError = error as? LucidError ?? LucidError(code: .io, message: "\(error)")
+                core.failure.withLock { $0 = lucidError }
+                throw lucidError
+            }
+        }
     }
 
     /// Describes the store: segments with live and dead bytes, keyspaces with record counts, indexes with entry

@@ -6,6 +6,8 @@ struct PendingCommit: Sendable {
     var completion: @Sendable (Result<UInt64, LucidError>) -> Void
     /// Sync even in the grouped and none modes (``Engine/sync()``).
     var forceSync = false
+    /// Work to run on the writer thread between commit groups (a compaction's swap), instead of a batch.
+    var job: (@Sendable () throws -> Void)?
 
     init(batch: WriteBatch, completion: @escaping @Sendable (Result<UInt64, LucidError>) -> Void) {
         self.batch = batch
@@ -31,7 +33,8 @@ final class CommitQueue: @unchecked Sendable {
     }
 
     /// Waits for work and takes a group: the first waiting batch plus those after it while their total stays
-    /// within `extraBytes` beyond the first. Returns nil once closed and drained.
+    /// within `extraBytes` beyond the first and no job comes first; or a job alone. Returns nil once closed and
+    /// drained.
     func takeGroup(extraBytes: Int) -> [PendingCommit]? {
         condition.lock()
         defer { condition.unlock() }
@@ -39,11 +42,15 @@ final class CommitQueue: @unchecked Sendable {
         if pending.isEmpty { return nil }
         var total = 0
         var n = 0
-        while n < pending.count {
-            let size = pending[n].batch.approximateBytes
-            if n > 0 && total + size > extraBytes { break }
-            total += n == 0 ? 0 : size
-            n += 1
+        if pending[0].job != nil {
+            n = 1   // a job runs alone
+        } else {
+            while n < pending.count && pending[n].job == nil {
+                let size = pending[n].batch.approximateBytes
+                if n > 0 && total + size > extraBytes { break }
+                total += n == 0 ? 0 : size
+                n += 1
+            }
         }
         let group = Array(pending[0..<n])
         pending.removeFirst(n)

@@ -32,9 +32,12 @@ extension Engine {
         targetOptions.createIfMissing = true
         let target = try Engine.open(at: destination, options: targetOptions)
         var report = SalvageReport()
+        // Segments may repeat records (a compaction's outputs next to inputs it had not removed yet) and come in
+        // any order: each key keeps the operation with the highest sequence, whatever file it came from.
+        var newest = NewestSequences()
         do {
             for file in try salvageSources(source, fileSystem: fileSystem, report: &report) {
-                try salvageSegment(file, into: target, report: &report)
+                try salvageSegment(file, into: target, newest: &newest, report: &report)
             }
             try target.sync()
             try target.close()
@@ -67,7 +70,24 @@ extension Engine {
         return files.sorted { ($0.header.firstLSN, $0.id) < ($1.header.firstLSN, $1.id) }
     }
 
-    private static func salvageSegment(_ file: SegmentFile, into target: Engine, report: inout SalvageReport) throws {
+    /// The highest sequence copied so far for each key.
+    struct NewestSequences {
+        struct Key: Hashable {
+            var keyspace: String
+            var key: [UInt8]
+        }
+        var sequences: [Key: UInt64] = [:]
+
+        /// True when an operation with `sequence` on `key` is not older than what was copied; records it.
+        mutating func admit(_ key: Key, sequence: UInt64) -> Bool {
+            if let seen = sequences[key], seen > sequence { return false }
+            sequences[key] = sequence
+            return true
+        }
+    }
+
+    private static func salvageSegment(_ file: SegmentFile, into target: Engine, newest: inout NewestSequences,
+                                       report: inout SalvageReport) throws {
         var scanner = SegmentScanner(file: file, limit: try file.handle.size())
         var pending: [(PageHeader, PageBuffer)] = []
         /// True while skipping the rest of a group whose beginning was lost.
@@ -104,7 +124,7 @@ extension Engine {
                 }
                 pending.append((header, raw))
                 if header.isCommit {
-                    let batch = batchFromPages(pending)
+                    let batch = batchFromPages(pending, newest: &newest)
                     pending.removeAll()
                     if !batch.isEmpty { try target.commitAndWait(batch) }
                     report.groupsCopied += 1
@@ -114,14 +134,16 @@ extension Engine {
         }
     }
 
-    /// Rebuilds the operations of a verified commit group.
-    static func batchFromPages(_ pages: [(PageHeader, PageBuffer)]) -> WriteBatch {
+    /// Rebuilds the operations of a verified commit group, leaving out those older than what `newest` has seen.
+    static func batchFromPages(_ pages: [(PageHeader, PageBuffer)], newest: inout NewestSequences) -> WriteBatch {
         var batch = WriteBatch()
         for (header, raw) in pages where header.type == Format.pageTypeData {
             raw.bytes.withUnsafeBytes { payload in
                 _ = RecordCodec.decodeAll(payload, expectedCount: Int(header.recordCount),
                                           baseSequence: header.baseSequence) { record in
                     let keyspace = String(decoding: record.keyspace, as: UTF8.self)
+                    guard newest.admit(.init(keyspace: keyspace, key: Array(record.key)), sequence: record.sequence)
+                    else { return }
                     switch record.kind {
                     case .put:
                         let value = Array(payload[record.valueOffset..<(record.valueOffset + record.valueLength)])

@@ -18,13 +18,24 @@ extension EngineCore {
             try PageFetch.terms(at: location, file: files[UInt64(location.segment)], cache: cache, storePath: storePath)
         }
         var expectedLSN: UInt64?
-        for file in snapshot.segments.values.sorted(by: { $0.header.firstLSN < $1.header.firstLSN }) {
+        for entry in snapshot.manifest.segments {
+            guard let file = snapshot.segments[entry.id] else {
+                report.problems.append(VerifyProblem(kind: .missingOrWrongLength, file: path + "/"
+                                                     + Format.segmentFileName(entry.id), offset: nil,
+                                                     detail: "segment named by the manifest is not open"))
+                continue
+            }
             let length = snapshot.visibleLength(of: file.id)
             report.segments += 1
             report.bytes += length
             if let expected = expectedLSN, expected != file.header.firstLSN {
                 report.problems.append(VerifyProblem(kind: .corruption, file: file.path, offset: 32,
                                                      detail: "segment starts at LSN \(file.header.firstLSN), expected \(expected)"))
+            }
+            let compacted = entry.kind == .compacted
+            if compacted != (file.header.kind == Format.segmentKindCompacted) {
+                report.problems.append(VerifyProblem(kind: .corruption, file: file.path, offset: 48,
+                                                     detail: "segment kind differs from the manifest's"))
             }
             do {
                 if file.id != snapshot.activeSegment {
@@ -34,7 +45,13 @@ extension EngineCore {
                                                              detail: "sealed segment is \(size) bytes; the manifest says \(length)"))
                     }
                 }
-                expectedLSN = try verifySegment(file, length: length, into: &replayer, report: &report)
+                let next = try verifySegment(file, length: length, firstLSN: compacted ? 1 : file.header.firstLSN,
+                                             into: &replayer, report: &report)
+                if entry.sealed && entry.endLSN != 0 && !compacted && next != entry.endLSN {
+                    report.problems.append(VerifyProblem(kind: .corruption, file: file.path, offset: length,
+                                                         detail: "segment ends before LSN \(next); the manifest says \(entry.endLSN)"))
+                }
+                expectedLSN = compacted ? (entry.endLSN == 0 ? nil : entry.endLSN) : next
             } catch let error as LucidError {
                 report.problems.append(VerifyProblem(kind: .io, file: file.path, offset: error.offset, detail: "\(error)"))
             }
@@ -46,10 +63,10 @@ extension EngineCore {
     }
 
     /// Verifies one segment up to `length`; applies complete groups to `replayer`. Returns the next LSN.
-    private func verifySegment(_ file: SegmentFile, length: UInt64, into replayer: inout Replayer,
+    private func verifySegment(_ file: SegmentFile, length: UInt64, firstLSN: UInt64, into replayer: inout Replayer,
                                report: inout VerifyReport) throws -> UInt64 {
         var scanner = SegmentScanner(file: file, limit: length)
-        var lsn = file.header.firstLSN
+        var lsn = firstLSN
         var pending: [(UInt64, PageHeader, PageBuffer)] = []
         while true {
             switch try scanner.next() {

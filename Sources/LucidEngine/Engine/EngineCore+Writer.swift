@@ -6,6 +6,11 @@ extension EngineCore {
     /// acknowledges. After any write or sync error the engine is failed: nothing more is written or acknowledged.
     func runWriter() {
         while let group = queue.takeGroup(extraBytes: Format.groupCommitExtraBytes) {
+            if let job = group.first?.job {
+                // A job (a compaction's swap) runs alone, between commit groups.
+                runJob(job, completion: group[0].completion)
+                continue
+            }
             if let failed = failure.withLock({ $0 }) {
                 let error = Self.failedStateError(failed)
                 for pending in group { pending.completion(.failure(error)) }
@@ -22,6 +27,20 @@ extension EngineCore {
                                      metadata: ["error": "\(lucidError)"])
                 for pending in group { pending.completion(.failure(lucidError)) }
             }
+        }
+    }
+
+    private func runJob(_ job: @Sendable () throws -> Void,
+                        completion: @Sendable (Result<UInt64, LucidError>) -> Void) {
+        if let failed = failure.withLock({ $0 }) {
+            completion(.failure(Self.failedStateError(failed)))
+            return
+        }
+        do {
+            try job()
+            completion(.success(writer.lastSequence))
+        } catch {
+            completion(.failure(error as? LucidError ?? LucidError(code: .io, message: "\(error)")))
         }
     }
 
@@ -81,6 +100,9 @@ extension EngineCore {
         let segmentId = UInt32(truncatingIfNeeded: segment.id)
         let placements = builder.placements
         let newEnd = writer.activeEnd
+        autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
+        autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
+        var liveDelta: Int64 = 0
         state.write { s in
             var index = 0
             var seq = s.lastSequence
@@ -98,9 +120,19 @@ extension EngineCore {
                                 pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
                                 valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(op.value.count),
                                 hasTerms: !op.terms.isEmpty, sequence: seq)
-                            s.keyspaces[op.keyspace, default: KeyspaceState()].primary.updateValue(location, forKey: key)
+                            let old = s.keyspaces[op.keyspace, default: KeyspaceState()].primary
+                                .updateValue(location, forKey: key)
+                            liveDelta += AutoCompactionState.recordBytes(keyLength: key.count,
+                                                                         valueLength: UInt32(op.value.count))
+                            if let old {
+                                liveDelta -= AutoCompactionState.recordBytes(keyLength: key.count,
+                                                                             valueLength: old.valueLength)
+                            }
                         case .delete:
-                            s.keyspaces[op.keyspace]?.primary.removeValue(forKey: key)
+                            if let old = s.keyspaces[op.keyspace]?.primary.removeValue(forKey: key) {
+                                liveDelta -= AutoCompactionState.recordBytes(keyLength: key.count,
+                                                                             valueLength: old.valueLength)
+                            }
                         }
                         if !replaced.isEmpty { s.keyspaces[op.keyspace]?.removeTerms(replaced, forKey: key) }
                         if !op.terms.isEmpty { s.keyspaces[op.keyspace]?.insertTerms(op.terms, forKey: key) }
@@ -110,6 +142,7 @@ extension EngineCore {
             s.lastSequence = sequence
             s.activeEnd = newEnd
         }
+        if let live = autoCompaction.liveRawBytes { autoCompaction.liveRawBytes = live + liveDelta }
         return sequences
     }
 
@@ -181,14 +214,16 @@ extension EngineCore {
         if writer.hasUnsyncedData { try syncActive() }
         let old = writer.active
         let sealedLength = writer.activeEnd
-        let newId = writer.manifest.nextSegmentId
-        let file = try Self.createSegment(directory: path, id: newId, firstLSN: writer.nextLSN, fileSystem: fileSystem)
+        let newId = allocateSegmentId()
+        let file = try Self.createSegment(directory: path, id: newId, firstLSN: writer.nextLSN, kind: .log,
+                                          fileSystem: fileSystem)
         var manifest = writer.manifest
         manifest.version += 1
-        manifest.nextSegmentId = newId + 1
+        manifest.nextSegmentId = nextSegmentId()
         for i in manifest.segments.indices where manifest.segments[i].id == old.id {
             manifest.segments[i].sealed = true
             manifest.segments[i].sealedLength = sealedLength
+            manifest.segments[i].endLSN = writer.nextLSN
         }
         manifest.segments.append(.init(id: newId, sealed: false, sealedLength: 0, firstLSN: writer.nextLSN))
         try manifestStore.write(manifest)
@@ -201,8 +236,10 @@ extension EngineCore {
             s.segments[newId] = file
             s.activeSegment = newId
             s.activeEnd = UInt64(Format.segmentHeaderLength)
+            s.manifest = manifest
         }
         options.logger.debug("rolled segment", metadata: ["sealed": "\(old.id)", "active": "\(newId)"])
+        considerAutoCompaction()
         // Everything before the new segment is synced: a checkpoint here covers it.
         if writer.bytesSinceCheckpoint >= max(options.segmentSize * 2, writer.checkpointBytes) {
             do {
@@ -215,11 +252,12 @@ extension EngineCore {
     }
 
     /// Creates a segment file with its header, durable with its directory entry before anything names it.
-    static func createSegment(directory: String, id: UInt64, firstLSN: UInt64, fileSystem: any FileSystem) throws -> SegmentFile {
+    static func createSegment(directory: String, id: UInt64, firstLSN: UInt64, kind: Manifest.Segment.Kind,
+                              fileSystem: any FileSystem) throws -> SegmentFile {
         let path = directory + "/" + Format.segmentFileName(id)
         let header = SegmentHeader(segmentId: id, salt: UInt64.random(in: 1...UInt64.max), firstLSN: firstLSN,
                                    createdAtMillis: UInt64(Date().timeIntervalSince1970 * 1000),
-                                   kind: Format.segmentKindLog)
+                                   kind: kind == .log ? Format.segmentKindLog : Format.segmentKindCompacted)
         let handle = try fileSystem.openFile(at: path, mode: .readWrite(create: true))
         do {
             try handle.truncate(to: 0)

@@ -23,6 +23,12 @@ final class EngineCore: Sendable {
     let groupsWritten = Atomic<UInt64>(0)
     let syncCount = Atomic<UInt64>(0)
     let batchesCommitted = Atomic<UInt64>(0)
+    /// The next unused segment id. Roll and compaction both take ids from here; every manifest written records
+    /// the current value, so no id is ever reused.
+    private let nextSegmentIdValue: Mutex<UInt64>
+    /// Held by a running compaction (one at a time).
+    let compactionLock = Mutex<Void>(())
+    let autoCompaction = AutoCompactionState()
 
     init(path: String, options: EngineOptions, lock: any FileLock, state: EngineState, writer: WriterState,
          report: RecoveryReport, cache: PageCache) {
@@ -35,7 +41,19 @@ final class EngineCore: Sendable {
         self.writer = writer
         self.lock = lock
         self.recoveryReport = report
+        self.nextSegmentIdValue = Mutex(writer.manifest.nextSegmentId)
     }
+
+    /// Takes a new segment id.
+    func allocateSegmentId() -> UInt64 {
+        nextSegmentIdValue.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+    }
+
+    /// The next id that ``allocateSegmentId()`` would return (for manifests).
+    func nextSegmentId() -> UInt64 { nextSegmentIdValue.withLock { $0 } }
 
     /// Starts the writer thread. Called once by open.
     func start() {
@@ -106,10 +124,12 @@ final class EngineCore: Sendable {
     /// close after it stopped) after a sync, so it covers durable data only.
     func writeCheckpoint() throws {
         let s = currentState()
-        let segments = s.segments.values
-            .filter { $0.header.firstLSN <= writer.active.header.firstLSN }
-            .map { CheckpointHeader.SegmentIdentity(id: $0.id, salt: $0.header.salt, firstLSN: $0.header.firstLSN) }
-            .sorted { $0.firstLSN < $1.firstLSN }
+        // Every segment of the manifest, in log order (the active one, covered up to the writer's position, is last).
+        let segments = writer.manifest.segments.compactMap { entry in
+            s.segments[entry.id].map {
+                CheckpointHeader.SegmentIdentity(id: $0.id, salt: $0.header.salt, firstLSN: $0.header.firstLSN)
+            }
+        }
         let header = CheckpointHeader(coveredSegment: writer.active.id, coveredOffset: writer.activeEnd,
                                       nextLSN: writer.nextLSN, lastSequence: writer.lastSequence, segments: segments)
         let size = try CheckpointWriter(directory: path, fileSystem: fileSystem).write(header: header, keyspaces: s.keyspaces)
@@ -126,6 +146,8 @@ final class EngineCore: Sendable {
         guard closedFlag.setOnce() else { return }
         queue.close()
         _ = writerStopped.wait()
+        // A running compaction sees the closed flag (or the closed queue) and stops; wait until it has.
+        compactionLock.withLock { _ in }
         var closeError: LucidError?
         if failure.withLock({ $0 }) == nil {
             do {

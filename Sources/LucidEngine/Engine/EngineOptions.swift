@@ -41,6 +41,10 @@ public struct EngineOptions: Sendable {
     public var createIfMissing: Bool = true
     /// The file layer. Default ``PosixFileSystem``; tests pass a fault-injecting one.
     public var fileSystem: any FileSystem = PosixFileSystem()
+    /// When the engine compacts sealed segments by itself, on a background thread after a segment roll.
+    /// Default ``AutoCompactionPolicy/init(deadRatio:minimumSealedBytes:)`` (half dead, 64 MiB sealed); nil
+    /// turns automatic compaction off (``Engine/compact(_:)`` still works).
+    public var autoCompaction: AutoCompactionPolicy? = AutoCompactionPolicy()
     /// Where recovery and failure messages go.
     public var logger: Logger = Logger(label: "lucid.engine")
 
@@ -54,6 +58,9 @@ public struct EngineOptions: Sendable {
         guard pageCacheBytes >= 0 else { throw LucidError.invalidArgument("pageCacheBytes must not be negative") }
         guard (1 << 20)...Format.maxSegmentSize ~= segmentSize else {
             throw LucidError.invalidArgument("segmentSize must be between 1 MiB and 1 GiB, not \(segmentSize)")
+        }
+        if let policy = autoCompaction, !(policy.deadRatio > 0 && policy.deadRatio < 1) {
+            throw LucidError.invalidArgument("autoCompaction.deadRatio must lie between 0 and 1, not \(policy.deadRatio)")
         }
         if case .grouped(let ms) = syncMode, ms < 0 {
             throw LucidError.invalidArgument("grouped sync interval must not be negative")

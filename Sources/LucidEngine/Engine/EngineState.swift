@@ -25,6 +25,8 @@ struct RecordLocation: Sendable, Hashable {
 /// Guarded by the engine's read-write lock; copied (O(1), copy-on-write) for snapshots.
 struct EngineState: Sendable {
     var keyspaces: [String: KeyspaceState] = [:]
+    /// The manifest in force: the segments in log order (published with every change of the segment set).
+    var manifest = Manifest(version: 0, nextSegmentId: 0, segments: [])
     var segments: [UInt64: SegmentFile] = [:]
     var activeSegment: UInt64 = 0
     /// Bytes of the active segment holding published commit groups.

@@ -1,8 +1,10 @@
 /// Every constant of the on-disk format, mirrored from `docs/FORMAT.md`. Nothing else defines one.
 /// Changing any layout bumps ``formatVersion``.
 enum Format {
-    /// Version written into manifests and segment headers; a larger one on disk is refused on open.
-    static let formatVersion: UInt32 = 1
+    /// Version written into manifests, segment headers and checkpoints; a larger one on disk is refused on open.
+    /// 2: manifest entries carry a segment kind and end LSN, and the manifest lists obsolete segments
+    /// (compaction). Version 1 files are still read.
+    static let formatVersion: UInt32 = 2
 
     // MARK: Files
     static let lockFileName = "LOCK"
@@ -20,9 +22,13 @@ enum Format {
     static let manifestHeaderLength = 24
     static let manifestMaxBodyLength = 16 << 20
     static let manifestMaxSegments = 1_000_000
-    static let manifestSegmentEntryLength = 25
+    static let manifestSegmentEntryLengthV1 = 25
+    static let manifestSegmentEntryLength = 34
+    static let manifestMaxObsolete = 1_000_000
     static let segmentStateSealed: UInt8 = 1
     static let segmentStateActive: UInt8 = 2
+    static let manifestKindLog: UInt8 = 1
+    static let manifestKindCompacted: UInt8 = 2
 
     // MARK: Segment header
     static let segmentMagic: [UInt8] = Array("LUCIDSEG".utf8)

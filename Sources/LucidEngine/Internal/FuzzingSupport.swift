@@ -126,8 +126,8 @@
 
     /// What ``decodeManifest(_:)`` found.
     public enum ManifestOutcome: Hashable, Sendable {
-        /// A valid slot: its canonical re-encoding and the number of segments it lists.
-        case valid(reencoded: [UInt8], segments: Int)
+        /// A valid slot: its canonical re-encoding and the numbers of segments and obsolete segments it lists.
+        case valid(reencoded: [UInt8], segments: Int, obsolete: Int)
         /// A damaged slot (recovery would fall back to the other one).
         case invalid(String)
         /// A slot of a newer format version (recovery refuses to open).
@@ -138,7 +138,7 @@
     public static func decodeManifest(_ bytes: [UInt8]) -> ManifestOutcome {
         do {
             switch try Manifest.decode(bytes, file: "fuzz") {
-            case .valid(let m): return .valid(reencoded: m.encode(), segments: m.segments.count)
+            case .valid(let m): return .valid(reencoded: m.encode(), segments: m.segments.count, obsolete: m.obsolete.count)
             case .invalid(let why): return .invalid(why)
             case .missing: return .invalid("missing")
             }

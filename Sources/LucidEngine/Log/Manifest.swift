@@ -1,17 +1,34 @@
-/// The list of live segments: the store's single source of truth (docs/FORMAT.md, "Manifest slot").
+/// The list of live segments, in log order: the store's single source of truth (docs/FORMAT.md, "Manifest slot").
+/// Recovery replays the segments in exactly this order; a compaction's outputs take the place of its inputs.
 struct Manifest: Sendable, Hashable {
     struct Segment: Sendable, Hashable {
+        enum Kind: UInt8, Sendable, Hashable {
+            /// Commit groups as the writer wrote them; page LSNs continue from segment to segment.
+            case log = 1
+            /// The output of a compaction: every page is its own group, page LSNs count from 1 in each file.
+            case compacted = 2
+        }
+
         var id: UInt64
         var sealed: Bool
         var sealedLength: UInt64
+        /// The first LSN of the log this segment holds (for a compacted segment: of the log it replaced).
         var firstLSN: UInt64
+        var kind: Kind = .log
+        /// For a sealed segment, the LSN the next log segment starts at (0: unknown, a version 1 manifest).
+        var endLSN: UInt64 = 0
     }
 
     var version: UInt64
     var nextSegmentId: UInt64
     var segments: [Segment]
+    /// Segments replaced by a committed compaction whose files may still exist: removed on open.
+    var obsolete: [UInt64] = []
 
     var active: Segment? { segments.first { !$0.sealed } }
+
+    /// The position of segment `id` in the log order.
+    func position(of id: UInt64) -> Int? { segments.firstIndex { $0.id == id } }
 
     func encode() -> [UInt8] {
         var body = ByteWriter()
@@ -20,9 +37,13 @@ struct Manifest: Sendable, Hashable {
         for s in segments {
             body.u64(s.id)
             body.u8(s.sealed ? Format.segmentStateSealed : Format.segmentStateActive)
+            body.u8(s.kind.rawValue)
             body.u64(s.sealedLength)
             body.u64(s.firstLSN)
+            body.u64(s.endLSN)
         }
+        body.u32(UInt32(obsolete.count))
+        for id in obsolete { body.u64(id) }
         var w = ByteWriter(capacity: Format.manifestHeaderLength + body.count + 4)
         w.raw(Format.manifestMagic)
         w.u32(Format.formatVersion)
@@ -64,24 +85,47 @@ struct Manifest: Sendable, Hashable {
             }
             guard version >= 1 else { return .invalid("format version 0") }
             var body = ByteReader(UnsafeRawBufferPointer(rebasing: raw[Format.manifestHeaderLength..<end]))
-            guard let next = body.u64(), let count = body.u32(), Int(count) <= Format.manifestMaxSegments,
-                  Int(count) * Format.manifestSegmentEntryLength == body.remaining else {
+            guard let next = body.u64(), let count = body.u32(), Int(count) <= Format.manifestMaxSegments else {
                 return .invalid("malformed body")
             }
+            let entryLength = version == 1 ? Format.manifestSegmentEntryLengthV1 : Format.manifestSegmentEntryLength
+            guard Int(count) * entryLength <= body.remaining else { return .invalid("malformed body") }
             var segments: [Segment] = []
             segments.reserveCapacity(Int(count))
             for _ in 0..<count {
-                let id = body.u64()!, state = body.u8()!, length = body.u64()!, first = body.u64()!
+                let id = body.u64()!, state = body.u8()!
+                let kindByte = version == 1 ? Format.manifestKindLog : body.u8()!
+                let length = body.u64()!, first = body.u64()!
+                let end = version == 1 ? 0 : body.u64()!
                 guard state == Format.segmentStateSealed || state == Format.segmentStateActive,
+                      let kind = Segment.Kind(rawValue: kindByte), kind == .log || state == Format.segmentStateSealed,
                       id < next else { return .invalid("malformed segment entry") }
                 segments.append(Segment(id: id, sealed: state == Format.segmentStateSealed,
-                                        sealedLength: length, firstLSN: first))
+                                        sealedLength: length, firstLSN: first, kind: kind, endLSN: end))
             }
-            guard segments.filter({ !$0.sealed }).count == 1,
-                  Set(segments.map(\.id)).count == segments.count else {
-                return .invalid("must name exactly one active segment and no segment twice")
+            var obsolete: [UInt64] = []
+            if version >= 2 {
+                guard let n = body.u32(), Int(n) <= Format.manifestMaxObsolete, Int(n) * 8 == body.remaining else {
+                    return .invalid("malformed obsolete list")
+                }
+                for _ in 0..<n { obsolete.append(body.u64()!) }
+            } else if body.remaining != 0 {
+                return .invalid("malformed body")
             }
-            return .valid(Manifest(version: manifestVersion, nextSegmentId: next, segments: segments))
+            if version == 1 {
+                // Version 1 logs are ordered by first LSN; each sealed segment ends where the next one starts.
+                segments.sort { $0.firstLSN < $1.firstLSN }
+                for i in segments.indices.dropLast() where segments[i].sealed {
+                    segments[i].endLSN = segments[i + 1].firstLSN
+                }
+            }
+            guard segments.last.map({ !$0.sealed }) == true, segments.filter({ !$0.sealed }).count == 1,
+                  Set(segments.map(\.id)).count == segments.count,
+                  Set(obsolete).isDisjoint(with: segments.map(\.id)), obsolete.allSatisfy({ $0 < next }) else {
+                return .invalid("must name exactly one active segment, last, no segment twice, none also obsolete")
+            }
+            return .valid(Manifest(version: manifestVersion, nextSegmentId: next, segments: segments,
+                                   obsolete: obsolete))
         }
     }
 }

@@ -5,13 +5,15 @@ struct SegmentHeader: Sendable, Hashable {
     var firstLSN: UInt64
     var createdAtMillis: UInt64
     var kind: UInt32
+    /// The format version the file was written with (new segments: ``Format/formatVersion``).
+    var version: UInt32 = Format.formatVersion
 
     var pageSalt: UInt32 { UInt32(truncatingIfNeeded: salt) }
 
     func encode() -> [UInt8] {
         var w = ByteWriter(capacity: Format.segmentHeaderLength)
         w.raw(Format.segmentMagic)
-        w.u32(Format.formatVersion)
+        w.u32(version)
         w.u32(UInt32(Format.segmentHeaderLength))
         w.u64(segmentId)
         w.u64(salt)
@@ -53,7 +55,7 @@ struct SegmentHeader: Sendable, Hashable {
                 throw LucidError.corruption("segment header has version \(version), length \(headerLength)", file: file, offset: 8)
             }
             let header = SegmentHeader(segmentId: r.u64()!, salt: r.u64()!, firstLSN: r.u64()!,
-                                       createdAtMillis: r.u64()!, kind: r.u32()!)
+                                       createdAtMillis: r.u64()!, kind: r.u32()!, version: version)
             guard header.kind == Format.segmentKindLog || header.kind == Format.segmentKindCompacted else {
                 throw LucidError.corruption("unknown segment kind \(header.kind)", file: file, offset: 48)
             }

@@ -1,6 +1,15 @@
 /// Builds the pages of one commit group: records are appended to a raw page; a full page is sealed into
 /// header + (possibly LZ4-compressed) payload and appended to ``output``, the exact bytes to write.
+///
+/// In ``Mode/compacted`` (a compaction's output) every page is a group of its own (GROUP_START and COMMIT),
+/// records keep their original sequences (the page's base sequence is 0), no raw copies are kept, and
+/// ``drain()`` hands out the sealed bytes as they accumulate.
 struct PageBuilder {
+    enum Mode {
+        case commitGroup
+        case compacted
+    }
+
     /// Where each record's value landed: page start within ``output`` and value offset within the raw page.
     struct Placement {
         var pageStart: Int
@@ -10,7 +19,13 @@ struct PageBuilder {
     let pageSize: Int
     let salt: UInt32
     let syncedLSN: UInt64
+    let mode: Mode
     private(set) var nextLSN: UInt64
+    /// Bytes already handed out by ``drain()``; page starts in ``placements`` count them.
+    private(set) var drainedBytes = 0
+    /// Raw and stored payload bytes of the sealed pages (for compression statistics).
+    private(set) var rawPayloadBytes = 0
+    private(set) var storedPayloadBytes = 0
     private(set) var output: [UInt8] = []
     private(set) var pageCount = 0
     /// Raw payloads of the sealed pages, keyed by their start within ``output`` (to warm the page cache).
@@ -23,7 +38,8 @@ struct PageBuilder {
     private(set) var placements: [Placement] = []
     private var compressed: [UInt8] = []
 
-    init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64) {
+    init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64, mode: Mode = .commitGroup) {
+        self.mode = mode
         self.pageSize = pageSize
         self.salt = salt
         self.nextLSN = firstLSN
@@ -34,13 +50,15 @@ struct PageBuilder {
     /// Appends one operation with commit sequence `sequence`; returns its index in ``placements``.
     @discardableResult
     mutating func append(_ op: WriteBatch.Operation, sequence: UInt64) -> Int {
-        if recordCount == 0 { baseSequence = sequence }
+        if recordCount == 0 && mode == .commitGroup { baseSequence = sequence }
         var delta = sequence - baseSequence
         let size = RecordCodec.encodedSize(op, seqDelta: delta)
         if recordCount > 0 && (raw.count + size > pageSize || recordCount == Format.maxRecordsPerPage) {
-            sealPage(commit: false)
-            baseSequence = sequence
-            delta = 0
+            sealPage(commit: mode == .compacted)
+            if mode == .commitGroup {
+                baseSequence = sequence
+                delta = 0
+            }
         }
         let valueOffset = RecordCodec.encode(op, seqDelta: delta, into: &raw)
         recordCount += 1
@@ -55,8 +73,20 @@ struct PageBuilder {
         sealPage(commit: true)
     }
 
+    /// Records appended to the page being filled.
+    var unsealedRecords: Int { recordCount }
+
+    /// Takes the sealed bytes written so far (``Mode/compacted`` only).
+    mutating func drain() -> [UInt8] {
+        precondition(mode == .compacted, "only a compaction drains its pages")
+        let bytes = output
+        drainedBytes += output.count
+        output = []
+        return bytes
+    }
+
     private mutating func sealPage(commit: Bool) {
-        let start = output.count
+        let start = drainedBytes + output.count
         let rawBytes = raw.bytes
         compressed.removeAll(keepingCapacity: true)
         let compressedSize = rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed) }
@@ -66,7 +96,7 @@ struct PageBuilder {
         var header = PageHeader(
             type: Format.pageTypeData,
             flags: (useCompressed ? Format.pageFlagCompressed : 0) | (commit ? Format.pageFlagCommit : 0)
-                | (pageCount == 0 ? Format.pageFlagGroupStart : 0),
+                | (pageCount == 0 || mode == .compacted ? Format.pageFlagGroupStart : 0),
             recordCount: UInt16(recordCount), salt: salt, rawLength: UInt32(rawBytes.count),
             storedLength: UInt32(useCompressed ? compressed.count : rawBytes.count),
             lsn: nextLSN, syncedLSN: syncedLSN, baseSequence: baseSequence, maskedCRC: 0)
@@ -79,7 +109,9 @@ struct PageBuilder {
         headerWriter.setU32(header.maskedCRC, at: Format.pageHeaderCRCOffset)
         output.append(contentsOf: headerWriter.bytes)
         output.append(contentsOf: payload)
-        rawPages.append((start, rawBytes))
+        rawPayloadBytes += rawBytes.count
+        storedPayloadBytes += payload.count
+        if mode == .commitGroup { rawPages.append((start, rawBytes)) }
         for i in pending { placements[i].pageStart = start }
         pending.removeAll(keepingCapacity: true)
         nextLSN += 1

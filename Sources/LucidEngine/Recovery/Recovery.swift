@@ -40,14 +40,19 @@ struct Recovery {
             return try initialize(slots: slots, segmentIds: segmentIds, manifestStore: manifestStore)
         }
         let listed = Set(manifest.segments.map(\.id))
+        let obsolete = Set(manifest.obsolete)
         for id in segmentIds where !listed.contains(id) {
-            if try segmentHoldsData(id) {
+            // Inputs of a committed compaction, and outputs of one that never committed (a compacted segment
+            // the manifest does not name only ever holds copies): both are garbage.
+            let disposable = try obsolete.contains(id) || segmentKind(id) == Format.segmentKindCompacted
+            if !disposable, try segmentHoldsData(id) {
                 throw LucidError.corruption(
                     "segment \(Format.segmentFileName(id)) holds data but the manifest does not name it",
                     file: segmentPath(id), offset: UInt64(Format.segmentHeaderLength))
             }
             if !strict {
-                // An interrupted roll: the file was created, the manifest naming it never written.
+                // An interrupted roll (the new file was created, the manifest naming it never written), or
+                // compaction garbage.
                 try fileSystem.removeFile(at: segmentPath(id))
                 report.removedFiles.append(Format.segmentFileName(id))
                 directoryChanged = true
@@ -67,6 +72,14 @@ struct Recovery {
     /// Thrown by a replay that started from a checkpoint and met damage or a tail to cut: only a scan of the
     /// whole log may decide what to report or repair.
     struct RestartWithoutCheckpoint: Error {}
+
+    /// The kind in a segment file's header, or nil when the header does not decode.
+    func segmentKind(_ id: UInt64) throws -> UInt32? {
+        let handle = try fileSystem.openFile(at: segmentPath(id), mode: .readOnly)
+        defer { try? handle.close() }
+        let bytes = try handle.read(at: 0, count: Format.segmentHeaderLength)
+        return (try? SegmentHeader.decode(bytes, file: segmentPath(id)))?.kind
+    }
 
     /// True when a segment file has a valid header and a valid first page.
     func segmentHoldsData(_ id: UInt64) throws -> Bool {
@@ -102,12 +115,13 @@ struct Recovery {
                                         file: manifestStore.slotPath(0), offset: 0)
         }
         for id in segmentIds { try fileSystem.removeFile(at: segmentPath(id)) }
-        let first = try EngineCore.createSegment(directory: path, id: 1, firstLSN: 1, fileSystem: fileSystem)
+        let first = try EngineCore.createSegment(directory: path, id: 1, firstLSN: 1, kind: .log, fileSystem: fileSystem)
         let manifest = Manifest(version: 1, nextSegmentId: 2,
                                 segments: [.init(id: 1, sealed: false, sealedLength: 0, firstLSN: 1)])
         try manifestStore.write(manifest)
         report.created = true
         var state = EngineState()
+        state.manifest = manifest
         state.segments[1] = first
         state.activeSegment = 1
         state.activeEnd = UInt64(Format.segmentHeaderLength)
@@ -128,7 +142,8 @@ struct Recovery {
             try PageFetch.terms(at: location, file: opened.files[UInt64(location.segment)], cache: cache,
                                 storePath: storePath)
         }
-        let ordered = manifest.segments.sorted(by: { $0.firstLSN < $1.firstLSN })
+        // Replay follows the manifest's order (a compaction's outputs sit where its inputs were), never file ids.
+        let ordered = manifest.segments
         for entry in ordered {
             let file = try openSegment(entry)
             state.segments[entry.id] = file
@@ -143,24 +158,33 @@ struct Recovery {
         var expectedLSN: UInt64? = nil
         var activeFile: SegmentFile?
         var activeEnd: UInt64 = 0
-        for entry in ordered {
+        let coveredPosition = start.flatMap { manifest.position(of: $0.header.coveredSegment) }
+        for (position, entry) in ordered.enumerated() {
             let file = opened.files[entry.id]!
             var from = UInt64(Format.segmentHeaderLength)
             var firstLSN = entry.firstLSN
-            if let start {
-                let covered = manifest.segments.first { $0.id == start.header.coveredSegment }!
-                if entry.firstLSN < covered.firstLSN {
+            if let start, let coveredPosition {
+                if position < coveredPosition {
                     // Wholly covered by the checkpoint: not read.
                     if entry.sealed { state.sealedLengths[entry.id] = entry.sealedLength }
+                    expectedLSN = entry.endLSN == 0 ? nil : entry.endLSN
                     continue
                 }
-                if entry.id == covered.id {
+                if position == coveredPosition {
                     from = start.header.coveredOffset
                     firstLSN = start.header.nextLSN
                     expectedLSN = firstLSN
                 }
             }
-            if let expected = expectedLSN, expected != firstLSN {
+            if entry.kind == .compacted {
+                // Pages of a compacted segment count their LSNs from 1; the log continues at its end LSN.
+                if let expected = expectedLSN, expected != entry.firstLSN {
+                    if start != nil { throw RestartWithoutCheckpoint() }
+                    throw LucidError.corruption("compacted segment replaces the log from LSN \(entry.firstLSN), "
+                                                + "expected \(expected)", file: file.path, offset: 32)
+                }
+                firstLSN = 1
+            } else if let expected = expectedLSN, expected != firstLSN {
                 if start != nil { throw RestartWithoutCheckpoint() }
                 throw LucidError.corruption("segment starts at LSN \(entry.firstLSN), expected \(expected)",
                                             file: file.path, offset: 32)
@@ -168,7 +192,12 @@ struct Recovery {
             report.segmentsScanned += 1
             do {
                 if entry.sealed {
-                    expectedLSN = try replaySealed(file, entry: entry, from: from, firstLSN: firstLSN, into: &replayer)
+                    let next = try replaySealed(file, entry: entry, from: from, firstLSN: firstLSN, into: &replayer)
+                    if entry.kind == .log, entry.endLSN != 0, next != entry.endLSN {
+                        throw LucidError.corruption("sealed segment ends before LSN \(next); the manifest says "
+                                                    + "\(entry.endLSN)", file: file.path, offset: entry.sealedLength)
+                    }
+                    expectedLSN = entry.kind == .log ? next : (entry.endLSN == 0 ? nil : entry.endLSN)
                     state.sealedLengths[entry.id] = entry.sealedLength
                     continue
                 }
@@ -189,6 +218,7 @@ struct Recovery {
         try active.handle.sync()
         state.keyspaces = replayer.keyspaces
         state.lastSequence = replayer.lastSequence
+        state.manifest = manifest
         report.recordsReplayed = replayer.records
         report.lastSequence = replayer.lastSequence
         let writer = WriterState(manifest: manifest, active: active, activeEnd: activeEnd,
@@ -215,7 +245,7 @@ struct Recovery {
         }
         guard let covered = manifest.segments.first(where: { $0.id == header.coveredSegment }),
               let coveredFile = files[covered.id] else { return reject("covered segment not in the manifest") }
-        let needed = manifest.segments.filter { $0.firstLSN <= covered.firstLSN }
+        let needed = manifest.segments.prefix(through: manifest.position(of: covered.id)!)
         guard needed.count == header.segments.count else { return reject("segment set differs") }
         for identity in header.segments {
             guard let entry = needed.first(where: { $0.id == identity.id }), entry.firstLSN == identity.firstLSN,

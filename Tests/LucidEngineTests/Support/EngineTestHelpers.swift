@@ -351,11 +351,14 @@ enum EngineTest {
         let bodyLength = Int(u32(b, 12))
         guard b.count >= 24 + bodyLength + 4, bodyLength >= 12 else { return nil }
         let count = Int(u32(b, 32))
+        let v1 = u32(b, 8) == 1
+        let entry = v1 ? 25 : 34
+        let field = v1 ? 9 : 10     // version 2 adds a kind byte after the state, and an end LSN
         var segments: [(id: UInt64, state: UInt8, sealedLength: UInt64, firstLSN: UInt64)] = []
         for i in 0..<count {
-            let o = 36 + i * 25
-            guard o + 25 <= 24 + bodyLength else { return nil }
-            segments.append((u64(b, o), b[o + 8], u64(b, o + 9), u64(b, o + 17)))
+            let o = 36 + i * entry
+            guard o + entry <= 24 + bodyLength else { return nil }
+            segments.append((u64(b, o), b[o + 8], u64(b, o + field), u64(b, o + field + 8)))
         }
         return DiskManifest(formatVersion: u32(b, 8), version: u64(b, 16), nextSegmentId: u64(b, 24),
                             segments: segments)

@@ -1,0 +1,67 @@
+import Foundation
+import Synchronization
+
+/// Bookkeeping of the automatic compaction policy (``EngineOptions/autoCompaction``).
+///
+/// The dead share is estimated, never measured by I/O: live bytes = the uncompressed size of every live record
+/// (key + value + 8, kept up to date by the writer and computed once by a walk of the index the first time the
+/// policy is asked) times the compression ratio of the pages this process wrote; dead = the rest of the segment
+/// bytes. After a compaction the policy waits for another segment's worth of sealed bytes before it looks again,
+/// so a poor estimate cannot make it compact in a loop.
+final class AutoCompactionState: @unchecked Sendable {
+    let running = Atomic<Bool>(false)
+    // Touched only on the writer thread:
+    var liveRawBytes: Int64?
+    var rawWritten: UInt64 = 0
+    var storedWritten: UInt64 = 0
+    private let sealedAfterLastRun = Mutex<UInt64>(0)
+
+    func noteCompaction(sealedBytes: UInt64) { sealedAfterLastRun.withLock { $0 = sealedBytes } }
+    var sealedBytesAfterLastRun: UInt64 { sealedAfterLastRun.withLock { $0 } }
+
+    /// The uncompressed size the estimate counts for a record.
+    @inline(__always) static func recordBytes(keyLength: Int, valueLength: UInt32) -> Int64 {
+        Int64(keyLength) + Int64(valueLength) + 8
+    }
+}
+
+extension EngineCore {
+    /// On the writer thread, after a roll: starts a background compaction of every sealed segment when the
+    /// policy says so and none is running.
+    func considerAutoCompaction() {
+        guard let policy = options.autoCompaction, !closedFlag.isSet else { return }
+        let auto = autoCompaction
+        let s = currentState()
+        let sealed = sealedBytes(s)
+        guard sealed >= policy.minimumSealedBytes,
+              sealed >= auto.sealedBytesAfterLastRun + options.segmentSize else { return }
+        if auto.liveRawBytes == nil {
+            var live: Int64 = 0
+            for keyspace in s.keyspaces.values {
+                keyspace.primary.forEach { key, location in
+                    live += AutoCompactionState.recordBytes(keyLength: key.count, valueLength: location.valueLength)
+                    return true
+                }
+            }
+            auto.liveRawBytes = live
+        }
+        let ratio = auto.rawWritten > 0 ? Double(auto.storedWritten) / Double(auto.rawWritten) : 1
+        let total = Double(storeBytes(s))
+        let liveStored = Double(max(0, auto.liveRawBytes ?? 0)) * ratio
+        guard total > 0, 1 - liveStored / total >= policy.deadRatio else { return }
+        guard auto.running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        options.logger.info("starting automatic compaction", metadata: [
+            "sealed_bytes": "\(sealed)", "estimated_dead_ratio": "\(1 - liveStored / total)"])
+        let thread = Thread { [self] in
+            defer { autoCompaction.running.store(false, ordering: .releasing) }
+            do {
+                _ = try compact(CompactionOptions())
+            } catch {
+                options.logger.warning("automatic compaction failed", metadata: ["error": "\(error)"])
+            }
+        }
+        thread.name = "lucid.auto-compaction"
+        thread.start()
+    }
+}
