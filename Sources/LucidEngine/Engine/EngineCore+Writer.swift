@@ -55,7 +55,7 @@ extension EngineCore {
 
     /// Writes one commit group; returns each pending commit's sequence (an empty batch gets the sequence of the
     /// last commit before it).
-    private func writeGroup(_ group: [PendingCommit]) throws -> [UInt64] {
+    func writeGroup(_ group: [PendingCommit]) throws -> [UInt64] {
         let batches = group.filter { !$0.batch.isEmpty }
         var sequences: [UInt64] = []
         var next = writer.lastSequence
