@@ -2,7 +2,7 @@ import Foundation
 import LucidEngine
 
 // The README's main job until the data-layer demo exists: create a store in a temporary (or given) directory,
-// write 200k books with index terms, delete some atomically, reopen (from the checkpoint), query by key, by
+// write 200k books with index terms, delete some atomically, compact, reopen (from the checkpoint), query by key, by
 // range and by secondary index, verify, and print what happened with timings.
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -47,6 +47,14 @@ do {
     for i in stride(from: 0, to: records, by: 10) { deletes.delete(key(i), in: "books") }
     try engine.commitAndWait(deletes)
     print("deleted every tenth book in one atomic batch; \(engine.count(in: "books")) remain")
+
+    try engine.sealActiveSegment()
+    let before = try engine.storeStatistics()
+    var summary = CompactionSummary()
+    let compactTime = try clock.measure { summary = try engine.compactAndWait() }
+    print("compacted \(summary.inputSegments.count) segments into \(summary.outputSegments.count) in \(ms(compactTime)): "
+          + "\(summary.recordsMoved) records moved, \(summary.bytesBefore >> 10) KiB -> \(summary.bytesAfter >> 10) KiB "
+          + String(format: "(dead before: %.0f%%)", 100 * Double(before.deadBytes) / Double(max(1, before.sizeBytes))))
 
     try engine.close()
     let reopenTime = try clock.measure { engine = try Engine.open(at: directory) }

@@ -24,7 +24,6 @@ struct Report {
         switch (workload, engine) {
         case ("index_eq", .lucid), ("index_range", .lucid): "no secondary-index query API yet (issue 3)"
         case ("index_eq", _), ("index_range", _): "no secondary indexes"
-        case ("size_after_compaction_bytes", .lucid): "no compaction yet (issue 3)"
         default: "failed or not run"
         }
     }

@@ -61,7 +61,7 @@ extension EngineCore {
         autoCompaction.noteCompaction(sealedBytes: sealedBytes(currentState()))
         options.progress?(CompactionProgress(bytesDone: plan.totalBytes, bytesTotal: plan.totalBytes,
                                              recordsMoved: plan.recordCount))
-        self.options.logger.info("compacted", metadata: [
+        self.options.logger.debug("compacted", metadata: [
             "inputs": "\(summary.inputSegments)", "outputs": "\(summary.outputSegments)",
             "bytes_before": "\(summary.bytesBefore)", "bytes_after": "\(summary.bytesAfter)",
             "records": "\(summary.recordsMoved)", "tombstones": "\(summary.tombstonesKept)"])

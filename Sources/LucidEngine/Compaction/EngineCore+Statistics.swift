@@ -3,17 +3,14 @@ extension EngineCore {
     func storeStatistics() throws -> StoreStatistics {
         try checkOpen()
         let s = currentState()
-        // Live records per page: count and uncompressed bytes (key + value + 8; terms are not counted).
-        struct PageLive { var records = 0; var bytes = 0 }
-        var live: [UInt64: [UInt32: PageLive]] = [:]
+        // Live records per page.
+        var live: [UInt64: [UInt32: Int]] = [:]
         var keyspaces: [KeyspaceStatistics] = []
         for name in s.keyspaces.keys.sorted() {
             let keyspace = s.keyspaces[name]!
             guard !keyspace.isEmpty || keyspace.hasIndexEntries else { continue }
             keyspace.primary.forEach { key, location in
-                live[UInt64(location.segment), default: [:]][location.pageOffset, default: PageLive()].records += 1
-                live[UInt64(location.segment)]![location.pageOffset]!.bytes +=
-                    key.count + Int(location.valueLength) + 8
+                live[UInt64(location.segment), default: [:]][location.pageOffset, default: 0] += 1
                 return true
             }
             keyspaces.append(KeyspaceStatistics(
@@ -46,8 +43,10 @@ extension EngineCore {
                 rawTotal += UInt64(header.rawLength)
                 storedTotal += UInt64(header.storedLength)
                 if let p = pages[UInt32(truncatingIfNeeded: offset)] {
-                    stats.liveRecords += p.records
-                    let share = header.rawLength == 0 ? 1 : min(1, Double(p.bytes) / Double(header.rawLength))
+                    stats.liveRecords += p
+                    // The share of the page's records that are live (terms and per-record overhead are not in
+                    // the index, so a byte share would undercount records with index terms).
+                    let share = header.recordCount == 0 ? 1 : min(1, Double(p) / Double(header.recordCount))
                     liveBytes += Double(pageBytes) * share
                 }
                 offset += pageBytes

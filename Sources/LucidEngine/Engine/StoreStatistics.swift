@@ -34,8 +34,8 @@ public struct SegmentStatistics: Sendable, Hashable {
     public var records: Int
     /// Records that are the current version of their key.
     public var liveRecords: Int
-    /// Estimated stored bytes of the live records: each page's stored bytes weighted by the share of its raw
-    /// payload held by live records. `deadBytes` is the rest of the file.
+    /// Estimated stored bytes of the live records: each page's bytes weighted by the share of its records that
+    /// are live. `deadBytes` is the rest of the file.
     public var liveBytes: UInt64
     public var deadBytes: UInt64
 }
