@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "LucidEngine", targets: ["LucidEngine"]),
         .library(name: "LucidEngineTestSupport", targets: ["LucidEngineTestSupport"]),
+        .library(name: "Lucid", targets: ["Lucid"]),
         .executable(name: "lucid-demo", targets: ["lucid-demo"]),
     ],
     dependencies: [
@@ -37,7 +38,9 @@ let package = Package(
             dependencies: ["LucidEngine"],
             swiftSettings: internalChecks
         ),
-        .executableTarget(name: "lucid-demo", dependencies: ["LucidEngine"]),
+        // The data layer users import: entities, queries, stores, CoreManager.
+        .target(name: "Lucid", dependencies: ["LucidEngine"]),
+        .executableTarget(name: "lucid-demo", dependencies: ["Lucid", "LucidEngine"]),
         // Child process for the kill -9 crash tests.
         .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine", "LucidEngineTestSupport"]),
         .testTarget(
@@ -45,5 +48,6 @@ let package = Package(
             dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],
             swiftSettings: internalChecks
         ),
+        .testTarget(name: "LucidTests", dependencies: ["Lucid", "LucidEngine"]),
     ]
 )

@@ -19,6 +19,11 @@ public struct Snapshot: Sendable {
         return try core.readValue(location, file: state.segments[UInt64(location.segment)])
     }
 
+    /// Whether `key` holds a value, without reading it. - Complexity: O(log n), no I/O.
+    public func contains(_ key: [UInt8], in keyspace: String) -> Bool {
+        state.keyspaces[keyspace]?.primary.value(forKey: key) != nil
+    }
+
     /// Number of keys in `keyspace`. - Complexity: O(1).
     public func count(in keyspace: String) -> Int { state.keyspaces[keyspace]?.count ?? 0 }
 

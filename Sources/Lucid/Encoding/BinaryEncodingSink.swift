@@ -1,0 +1,126 @@
+/// The output of one ``EntityCodec/encode(_:)`` call: the bytes and the stack of open containers.
+///
+/// Containers write inline; a container is closed (its end tag written) when an enclosing container writes
+/// its next entry, or at the end. Writing into a container that was already closed throws.
+final class BinaryEncodingSink {
+    var bytes: [UInt8] = []
+    private var open: [Int] = []
+    private var nextID = 0
+    /// The first misuse found where the `Encoder` API cannot throw (opening a nested container).
+    private(set) var deferredError: (any Error)?
+
+    func record(_ body: () throws -> Void) {
+        do { try body() } catch { if deferredError == nil { deferredError = error } }
+    }
+
+    func openContainer(_ tag: EntityCodec.Tag) -> Int {
+        bytes.append(tag.rawValue)
+        nextID += 1
+        open.append(nextID)
+        return nextID
+    }
+
+    /// Closes every container opened inside `id`, so that `id` can take its next entry.
+    func prepare(_ id: Int, codingPath: [any CodingKey]) throws {
+        while let last = open.last, last != id {
+            bytes.append(EntityCodec.Tag.end.rawValue)
+            open.removeLast()
+        }
+        if open.last != id {
+            throw EncodingError.invalidValue((), .init(codingPath: codingPath,
+                                                       debugDescription: "write into a container that was closed"))
+        }
+    }
+
+    func closeAll() {
+        while !open.isEmpty {
+            bytes.append(EntityCodec.Tag.end.rawValue)
+            open.removeLast()
+        }
+    }
+
+    func writeVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    func writeInt(_ value: Int64) {
+        bytes.append(EntityCodec.Tag.int.rawValue)
+        writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    func writeUInt(_ value: UInt64) {
+        bytes.append(EntityCodec.Tag.uint.rawValue)
+        writeVarint(value)
+    }
+
+    func writeString(_ value: String) {
+        bytes.append(EntityCodec.Tag.string.rawValue)
+        var value = value
+        value.withUTF8 { utf8 in
+            writeVarint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    func writeKey(_ key: String) {
+        var key = key
+        key.withUTF8 { utf8 in
+            writeVarint(UInt64(utf8.count) + 1)   // 0 is the container's end tag
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    func writeDouble(_ value: Double) {
+        bytes.append(EntityCodec.Tag.double.rawValue)
+        let bits = value.bitPattern
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+    }
+
+    func writeFloat(_ value: Float) {
+        bytes.append(EntityCodec.Tag.float.rawValue)
+        let bits = value.bitPattern
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift))) }
+    }
+
+    func writeBool(_ value: Bool) {
+        bytes.append(value ? EntityCodec.Tag.trueValue.rawValue : EntityCodec.Tag.falseValue.rawValue)
+    }
+
+    func writeNil() { bytes.append(EntityCodec.Tag.null.rawValue) }
+
+    /// Writes one value: primitives directly, anything else through its `encode(to:)`.
+    func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws {
+        switch value {
+        case let v as String: writeString(v)
+        case let v as Int: writeInt(Int64(v))
+        case let v as Double: writeDouble(v)
+        case let v as Bool: writeBool(v)
+        case let v as Int64: writeInt(v)
+        case let v as Int32: writeInt(Int64(v))
+        case let v as Int16: writeInt(Int64(v))
+        case let v as Int8: writeInt(Int64(v))
+        case let v as UInt: writeUInt(UInt64(v))
+        case let v as UInt64: writeUInt(v)
+        case let v as UInt32: writeUInt(UInt64(v))
+        case let v as UInt16: writeUInt(UInt64(v))
+        case let v as UInt8: writeUInt(UInt64(v))
+        case let v as Float: writeFloat(v)
+        default:
+            let start = bytes.count
+            let depth = open.count
+            let encoder = BinaryValueEncoder(sink: self, codingPath: codingPath)
+            try value.encode(to: encoder)
+            // Close what the value opened, so the caller's next entry goes into the caller's container.
+            while open.count > depth {
+                bytes.append(EntityCodec.Tag.end.rawValue)
+                open.removeLast()
+            }
+            if bytes.count == start { bytes.append(EntityCodec.Tag.empty.rawValue) }
+        }
+    }
+}

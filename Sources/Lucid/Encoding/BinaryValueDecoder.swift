@@ -1,0 +1,270 @@
+/// The `Decoder` handed to a value's `init(from:)` by ``EntityCodec``: reads the value starting at `position`.
+struct BinaryValueDecoder: Decoder {
+    let reader: BinaryReader
+    let position: Int
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(try KeyedBinaryDecodingContainer<Key>(reader: reader, position: position,
+                                                                     codingPath: codingPath))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try UnkeyedBinaryDecodingContainer(reader: reader, position: position, codingPath: codingPath)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        SingleValueBinaryDecodingContainer(reader: reader, position: position, codingPath: codingPath)
+    }
+}
+
+/// Reads primitive values; shared by the three container kinds.
+extension BinaryReader {
+    func mismatch<T>(_ type: T.Type, at position: Int, _ codingPath: [any CodingKey]) -> DecodingError {
+        .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "unexpected value at byte \(position)"))
+    }
+
+    func isNil(at position: Int, _ codingPath: [any CodingKey]) throws -> Bool {
+        try tag(at: position, codingPath) == .null
+    }
+
+    func decodeBool(at position: Int, _ codingPath: [any CodingKey]) throws -> Bool {
+        switch try tag(at: position, codingPath) {
+        case .trueValue: return true
+        case .falseValue: return false
+        default: throw mismatch(Bool.self, at: position, codingPath)
+        }
+    }
+
+    func decodeString(at position: Int, _ codingPath: [any CodingKey]) throws -> String {
+        guard try tag(at: position, codingPath) == .string else { throw mismatch(String.self, at: position, codingPath) }
+        var p = position + 1
+        let n = try length(at: &p, codingPath)
+        return String(decoding: bytes[p..<(p + n)], as: UTF8.self)
+    }
+
+    func decodeDouble(at position: Int, _ codingPath: [any CodingKey]) throws -> Double {
+        switch try tag(at: position, codingPath) {
+        case .double: return Double(bitPattern: try fixed(8, at: position + 1, codingPath))
+        case .float: return Double(Float(bitPattern: UInt32(try fixed(4, at: position + 1, codingPath))))
+        case .int: return Double(try decodeInt64(at: position, codingPath))
+        default: throw mismatch(Double.self, at: position, codingPath)
+        }
+    }
+
+    func decodeInt64(at position: Int, _ codingPath: [any CodingKey]) throws -> Int64 {
+        var p = position + 1
+        switch try tag(at: position, codingPath) {
+        case .int:
+            let raw = try varint(at: &p, codingPath)
+            return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+        case .uint:
+            let raw = try varint(at: &p, codingPath)
+            guard raw <= UInt64(Int64.max) else { throw mismatch(Int64.self, at: position, codingPath) }
+            return Int64(raw)
+        default: throw mismatch(Int64.self, at: position, codingPath)
+        }
+    }
+
+    func decodeUInt64(at position: Int, _ codingPath: [any CodingKey]) throws -> UInt64 {
+        var p = position + 1
+        switch try tag(at: position, codingPath) {
+        case .uint: return try varint(at: &p, codingPath)
+        case .int:
+            let v = try decodeInt64(at: position, codingPath)
+            guard v >= 0 else { throw mismatch(UInt64.self, at: position, codingPath) }
+            return UInt64(v)
+        default: throw mismatch(UInt64.self, at: position, codingPath)
+        }
+    }
+
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, at position: Int, _ codingPath: [any CodingKey]) throws -> T {
+        if T.isSigned {
+            guard let v = T(exactly: try decodeInt64(at: position, codingPath)) else {
+                throw mismatch(T.self, at: position, codingPath)
+            }
+            return v
+        }
+        guard let v = T(exactly: try decodeUInt64(at: position, codingPath)) else {
+            throw mismatch(T.self, at: position, codingPath)
+        }
+        return v
+    }
+
+    func decodeValue<T: Decodable>(_ type: T.Type, at position: Int, _ codingPath: [any CodingKey]) throws -> T {
+        switch type {
+        case is String.Type: return try decodeString(at: position, codingPath) as! T
+        case is Int.Type: return try decodeInteger(Int.self, at: position, codingPath) as! T
+        case is Double.Type: return try decodeDouble(at: position, codingPath) as! T
+        case is Bool.Type: return try decodeBool(at: position, codingPath) as! T
+        case is Int64.Type: return try decodeInt64(at: position, codingPath) as! T
+        case is UInt64.Type: return try decodeUInt64(at: position, codingPath) as! T
+        default:
+            return try T(from: BinaryValueDecoder(reader: self, position: position, codingPath: codingPath))
+        }
+    }
+}
+
+struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let reader: BinaryReader
+    let codingPath: [any CodingKey]
+    /// (key bytes range, value position) of each entry, in record order.
+    private let entries: [(key: Range<Int>, value: Int)]
+
+    init(reader: BinaryReader, position: Int, codingPath: [any CodingKey]) throws {
+        guard codingPath.count <= EntityCodec.maxDepth else {
+            throw reader.corrupt("nesting too deep", at: position, codingPath)
+        }
+        guard try reader.tag(at: position, codingPath) == .keyed else {
+            throw reader.mismatch([String: Int].self, at: position, codingPath)
+        }
+        self.reader = reader
+        self.codingPath = codingPath
+        var list: [(key: Range<Int>, value: Int)] = []
+        var p = position + 1
+        while true {
+            let keyLength = try reader.varint(at: &p, codingPath)
+            if keyLength == 0 { break }
+            guard keyLength - 1 <= UInt64(reader.bytes.count - p) else {
+                throw reader.corrupt("key past the end of the record", at: p, codingPath)
+            }
+            let keyRange = p..<(p + Int(keyLength - 1))
+            p = keyRange.upperBound
+            list.append((keyRange, p))
+            p = try reader.skip(at: p, depth: codingPath.count + 1, codingPath)
+        }
+        entries = list
+    }
+
+    private func find(_ key: Key) -> Int? {
+        let name = key.stringValue.utf8
+        for entry in entries where entry.key.count == name.count {
+            if reader.bytes[entry.key].elementsEqual(name) { return entry.value }
+        }
+        return nil
+    }
+
+    private func position(_ key: Key) throws -> Int {
+        guard let p = find(key) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \(key.stringValue)"))
+        }
+        return p
+    }
+
+    var allKeys: [Key] { entries.compactMap { Key(stringValue: String(decoding: reader.bytes[$0.key], as: UTF8.self)) } }
+    func contains(_ key: Key) -> Bool { find(key) != nil }
+
+    func decodeNil(forKey key: Key) throws -> Bool { try reader.isNil(at: position(key), codingPath + [key]) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try reader.decodeBool(at: position(key), codingPath + [key])
+    }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try reader.decodeString(at: position(key), codingPath + [key])
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try reader.decodeDouble(at: position(key), codingPath + [key])
+    }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try reader.decodeInteger(Int.self, at: position(key), codingPath + [key])
+    }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try reader.decodeValue(type, at: position(key), codingPath + [key])
+    }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeValue(type, at: p, codingPath + [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
+                                               forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        KeyedDecodingContainer(try KeyedBinaryDecodingContainer<NestedKey>(reader: reader, position: position(key),
+                                                                           codingPath: codingPath + [key]))
+    }
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try UnkeyedBinaryDecodingContainer(reader: reader, position: position(key), codingPath: codingPath + [key])
+    }
+    func superDecoder() throws -> any Decoder {
+        try superDecoder(forKey: Key(stringValue: "super")!)
+    }
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        BinaryValueDecoder(reader: reader, position: try position(key), codingPath: codingPath + [key])
+    }
+}
+
+struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
+    let reader: BinaryReader
+    let codingPath: [any CodingKey]
+    private var cursor: Int
+    private(set) var currentIndex = 0
+    var count: Int? { nil }
+    var isAtEnd: Bool { cursor >= reader.bytes.count || reader.bytes[cursor] == EntityCodec.Tag.end.rawValue }
+
+    init(reader: BinaryReader, position: Int, codingPath: [any CodingKey]) throws {
+        guard codingPath.count <= EntityCodec.maxDepth else {
+            throw reader.corrupt("nesting too deep", at: position, codingPath)
+        }
+        guard try reader.tag(at: position, codingPath) == .unkeyed else {
+            throw reader.mismatch([Int].self, at: position, codingPath)
+        }
+        self.reader = reader
+        self.codingPath = codingPath
+        cursor = position + 1
+    }
+
+    private mutating func next() throws -> Int {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath, debugDescription: "unkeyed container at its end"))
+        }
+        let p = cursor
+        cursor = try reader.skip(at: p, depth: codingPath.count + 1, codingPath)
+        currentIndex += 1
+        return p
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, try reader.isNil(at: cursor, codingPath) else { return false }
+        _ = try next()
+        return true
+    }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try reader.decodeBool(at: next(), codingPath) }
+    mutating func decode(_ type: String.Type) throws -> String { try reader.decodeString(at: next(), codingPath) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try reader.decodeDouble(at: next(), codingPath) }
+    mutating func decode(_ type: Int.Type) throws -> Int { try reader.decodeInteger(Int.self, at: next(), codingPath) }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try reader.decodeValue(type, at: next(), codingPath) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
+        -> KeyedDecodingContainer<NestedKey> {
+        KeyedDecodingContainer(try KeyedBinaryDecodingContainer<NestedKey>(reader: reader, position: next(),
+                                                                           codingPath: codingPath))
+    }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try UnkeyedBinaryDecodingContainer(reader: reader, position: next(), codingPath: codingPath)
+    }
+    mutating func superDecoder() throws -> any Decoder {
+        BinaryValueDecoder(reader: reader, position: try next(), codingPath: codingPath)
+    }
+}
+
+struct SingleValueBinaryDecodingContainer: SingleValueDecodingContainer {
+    let reader: BinaryReader
+    let position: Int
+    let codingPath: [any CodingKey]
+
+    func decodeNil() -> Bool { (try? reader.isNil(at: position, codingPath)) ?? false }
+    func decode(_ type: Bool.Type) throws -> Bool { try reader.decodeBool(at: position, codingPath) }
+    func decode(_ type: String.Type) throws -> String { try reader.decodeString(at: position, codingPath) }
+    func decode(_ type: Double.Type) throws -> Double { try reader.decodeDouble(at: position, codingPath) }
+    func decode(_ type: Float.Type) throws -> Float { Float(try reader.decodeDouble(at: position, codingPath)) }
+    func decode(_ type: Int.Type) throws -> Int { try reader.decodeInteger(Int.self, at: position, codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try reader.decodeInteger(Int8.self, at: position, codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try reader.decodeInteger(Int16.self, at: position, codingPath) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try reader.decodeInteger(Int32.self, at: position, codingPath) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try reader.decodeInt64(at: position, codingPath) }
+    func decode(_ type: UInt.Type) throws -> UInt { try reader.decodeInteger(UInt.self, at: position, codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try reader.decodeInteger(UInt8.self, at: position, codingPath) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try reader.decodeInteger(UInt16.self, at: position, codingPath) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try reader.decodeInteger(UInt32.self, at: position, codingPath) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try reader.decodeUInt64(at: position, codingPath) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try reader.decodeValue(type, at: position, codingPath) }
+}

@@ -1,0 +1,47 @@
+/// The disk store's binary form of entities: a compact encoding of their `Codable` conformance, not JSON.
+///
+/// A record is a format-version byte (``formatVersion``) and one tagged value (docs/ENTITY_FORMAT.md).
+/// Keyed containers store their keys, so decoding finds properties by name: a property added later decodes
+/// as absent (`decodeIfPresent` gives nil) from records written before it, and a removed property is skipped.
+/// Decoding checks every length against the bytes left and bounds nesting depth, so hostile bytes give a
+/// `DecodingError`, never a crash or an allocation sized by the input.
+public enum EntityCodec {
+    /// The version byte every record starts with; a record with another version is refused.
+    public static let formatVersion: UInt8 = 1
+    /// The deepest nesting of containers a record may have.
+    public static let maxDepth = 128
+
+    enum Tag: UInt8 {
+        case end = 0x00, null = 0x01, falseValue = 0x02, trueValue = 0x03, int = 0x04, uint = 0x05
+        case double = 0x06, float = 0x07, string = 0x08, keyed = 0x09, unkeyed = 0x0A, empty = 0x0B
+    }
+
+    /// Encodes `value`. - Complexity: O(size of the value). - Throws: `EncodingError` when the value's
+    /// `encode(to:)` throws or uses containers out of order (writing to a parent before a nested container
+    /// it opened is finished is allowed; writing to a finished container is not).
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let sink = BinaryEncodingSink()
+        sink.bytes.reserveCapacity(128)
+        sink.bytes.append(formatVersion)
+        try sink.encodeValue(value, codingPath: [])
+        sink.closeAll()
+        if let error = sink.deferredError { throw error }
+        return sink.bytes
+    }
+
+    /// Decodes a `T` from `bytes`. - Throws: `DecodingError` for a wrong version, truncated or malformed bytes,
+    /// or a shape that does not fit `T`.
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        guard let version = bytes.first else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "empty entity record"))
+        }
+        guard version == formatVersion else {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: [], debugDescription: "entity record format version \(version), expected \(formatVersion)"))
+        }
+        let reader = BinaryReader(bytes: bytes)
+        let decoder = BinaryValueDecoder(reader: reader, position: 1, codingPath: [])
+        let value = try T(from: decoder)
+        return value
+    }
+}

@@ -1,0 +1,62 @@
+/// A type whose values are identified by an ``EntityIdentifier``.
+public protocol EntityIdentifiable {
+    /// The identifier type, usually `EntityIdentifier<Self, RemoteValueType>`.
+    associatedtype Identifier: EntityIdentifierProtocol
+    /// This entity's identifier.
+    var identifier: Identifier { get }
+}
+
+/// What Lucid needs of an identifier type. ``EntityIdentifier`` is the implementation; the protocol exists so
+/// that generic code can name an entity's identifier without its remote value type.
+public protocol EntityIdentifierProtocol: DualHashable, Comparable, Codable, Sendable, CustomStringConvertible
+where LocalKey == String {
+    /// The key the disk store files the entity under (see ``EntityIdentifier/storageKey``).
+    var storageKey: [UInt8] { get }
+    /// The local value, if any.
+    var localValue: String? { get }
+    /// Folds the halves of `other` into this identifier; throws when they conflict.
+    mutating func merge(with other: Self) throws
+}
+
+extension EntityIdentifier: EntityIdentifierProtocol {}
+
+/// The names of the properties an entity can be searched, ordered and grouped on. Write it as a `String` enum:
+/// `enum IndexName: String, EntityIndexName { case title, genre, rating }`. The raw value names the disk
+/// store's secondary index (names starting with `__` are reserved).
+public protocol EntityIndexName: Hashable, Sendable, CaseIterable, RawRepresentable where RawValue == String {}
+
+/// A type that can be searched by ``EntityIndexName``s.
+public protocol EntityIndexing {
+    /// The index names of this entity type.
+    associatedtype IndexName: EntityIndexName
+    /// The value of one indexed property. An array property gives ``EntityIndexValue/array(_:)``, an absent
+    /// optional ``EntityIndexValue/none``.
+    func entityIndexValue(for indexName: IndexName) -> EntityIndexValue
+}
+
+/// An entity: identifiable, indexable, comparable for change detection, safe to send between tasks.
+public protocol Entity: EntityIdentifiable, EntityIndexing, EntityTypeIdentifying, Equatable, Sendable {}
+
+/// An entity that local stores (memory, disk) can keep.
+///
+/// The disk store encodes it with ``EntityCodec`` (a compact binary form of its `Codable` conformance), so
+/// adding an optional property later keeps stored entities readable.
+public protocol LocalEntity: Entity, Codable {
+    /// The entity that results from writing `updated` over this one (default: `updated`). Stores call it when
+    /// an entity with the same identifier is already stored; override it to keep fields that `updated` lacks.
+    func merging(_ updated: Self) -> Self
+    /// Whether writing `updated` over this entity changes anything (default: `updated != self`).
+    func shouldOverwrite(with updated: Self) -> Bool
+}
+
+extension LocalEntity {
+    public func merging(_ updated: Self) -> Self { updated }
+    public func shouldOverwrite(with updated: Self) -> Bool { updated != self }
+}
+
+/// An entity that can be changed locally, including folding in the remote identifier the server assigns.
+public protocol MutableEntity: LocalEntity {
+    /// Folds `identifier`'s halves into this entity's identifier (the server's remote id into a local one).
+    /// - Throws: ``ManagerError/conflict(_:)`` when the halves conflict.
+    mutating func merge(identifier: Identifier) throws
+}

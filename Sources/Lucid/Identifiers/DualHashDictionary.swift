@@ -1,0 +1,154 @@
+/// A dictionary keyed by ``DualHashable`` keys: an entry stored under `(local, remote)` is found by its local
+/// half, its remote half or both, and an entry stored under one half absorbs the other half when it is later
+/// written or looked up with both.
+///
+/// Entries live in slots; two hash maps index the slots by each half. When a full key matches two different
+/// entries (one by its remote half, another by its local half: the same thing stored twice before its halves
+/// were known together), the remote match wins and the local-only entry is dropped.
+///
+/// - Complexity: lookups, inserts and removals are O(1) on average. Iteration is in slot order, which is not
+///   insertion order once entries have been removed.
+public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
+    @usableFromInline struct Entry {
+        @usableFromInline var key: Key
+        @usableFromInline var value: Value
+    }
+
+    @usableFromInline var slots: [Entry?] = []
+    @usableFromInline var freeSlots: [Int] = []
+    @usableFromInline var byLocal: [Key.LocalKey: Int] = [:]
+    @usableFromInline var byRemote: [Key.RemoteKey: Int] = [:]
+    /// Number of entries.
+    public private(set) var count = 0
+
+    /// An empty dictionary.
+    public init() {}
+
+    /// A dictionary of the pairs; a later pair for the same key replaces an earlier one.
+    public init<S: Sequence>(_ pairs: S) where S.Element == (Key, Value) {
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    /// Whether the dictionary is empty.
+    public var isEmpty: Bool { count == 0 }
+
+    /// The slot holding `key`: by remote half first, then by local half.
+    func slot(for key: Key) -> Int? {
+        if let remote = key.remoteKey, let slot = byRemote[remote] { return slot }
+        if let local = key.localKey, let slot = byLocal[local] {
+            // A stored full key whose remote half differs is another thing.
+            if let remote = key.remoteKey, let stored = slots[slot]?.key.remoteKey, stored != remote { return nil }
+            return slot
+        }
+        return nil
+    }
+
+    /// The value stored for `key` (found by either half), or nil. Setting nil removes the entry.
+    public subscript(key: Key) -> Value? {
+        get { slot(for: key).flatMap { slots[$0]?.value } }
+        set {
+            if let newValue { updateValue(newValue, forKey: key) } else { removeValue(forKey: key) }
+        }
+    }
+
+    /// The stored key matching `key`, with every half known for it.
+    public func storedKey(for key: Key) -> Key? { slot(for: key).flatMap { slots[$0]?.key } }
+
+    /// Stores `value` for `key`, returning the value it replaced. The stored key absorbs the halves of `key`.
+    @discardableResult
+    public mutating func updateValue(_ value: Value, forKey key: Key) -> Value? {
+        if let slot = slot(for: key), let old = slots[slot] {
+            let merged = old.key.absorbing(key)
+            // Drop a separate entry that the newly known local half pointed at.
+            if let local = merged.localKey, let other = byLocal[local], other != slot,
+               slots[other]?.key.remoteKey == nil {
+                removeSlot(other)
+            }
+            slots[slot] = Entry(key: merged, value: value)
+            index(merged, at: slot)
+            return old.value
+        }
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            slots[slot] = Entry(key: key, value: value)
+        } else {
+            slot = slots.count
+            slots.append(Entry(key: key, value: value))
+        }
+        index(key, at: slot)
+        count += 1
+        return nil
+    }
+
+    /// Removes the entry for `key` (found by either half) and returns its value.
+    @discardableResult
+    public mutating func removeValue(forKey key: Key) -> Value? {
+        guard let slot = slot(for: key) else { return nil }
+        return removeSlot(slot)
+    }
+
+    /// Removes every entry.
+    public mutating func removeAll() { self = DualHashDictionary() }
+
+    @discardableResult
+    private mutating func removeSlot(_ slot: Int) -> Value? {
+        guard let entry = slots[slot] else { return nil }
+        if let local = entry.key.localKey, byLocal[local] == slot { byLocal[local] = nil }
+        if let remote = entry.key.remoteKey, byRemote[remote] == slot { byRemote[remote] = nil }
+        slots[slot] = nil
+        freeSlots.append(slot)
+        count -= 1
+        return entry.value
+    }
+
+    private mutating func index(_ key: Key, at slot: Int) {
+        if let local = key.localKey { byLocal[local] = slot }
+        if let remote = key.remoteKey { byRemote[remote] = slot }
+    }
+
+    /// The stored keys.
+    public var keys: [Key] { slots.compactMap { $0?.key } }
+    /// The stored values.
+    public var values: [Value] { slots.compactMap { $0?.value } }
+
+    /// Iterates over (key, value) pairs.
+    public func makeIterator() -> AnyIterator<(key: Key, value: Value)> {
+        var iterator = slots.makeIterator()
+        return AnyIterator {
+            while let next = iterator.next() {
+                if let entry = next { return (entry.key, entry.value) }
+            }
+            return nil
+        }
+    }
+}
+
+extension DualHashDictionary: Sendable where Value: Sendable {}
+extension DualHashDictionary.Entry: Sendable where Value: Sendable {}
+
+/// A set of ``DualHashable`` keys: membership by the local half, the remote half or both.
+public struct DualHashSet<Element: DualHashable>: Sequence, Sendable {
+    private var storage = DualHashDictionary<Element, Void>()
+
+    /// An empty set.
+    public init() {}
+    /// A set of the elements.
+    public init<S: Sequence>(_ elements: S) where S.Element == Element {
+        for element in elements { insert(element) }
+    }
+
+    /// Number of elements.
+    public var count: Int { storage.count }
+    /// Whether the set is empty.
+    public var isEmpty: Bool { storage.isEmpty }
+    /// Whether `element` (by either half) is in the set.
+    public func contains(_ element: Element) -> Bool { storage.slot(for: element) != nil }
+    /// Inserts `element`; a stored element absorbs its missing halves. Returns whether it was new.
+    @discardableResult
+    public mutating func insert(_ element: Element) -> Bool { storage.updateValue((), forKey: element) == nil }
+    /// Removes `element` (by either half).
+    public mutating func remove(_ element: Element) { storage.removeValue(forKey: element) }
+    /// Iterates over the stored elements.
+    public func makeIterator() -> IndexingIterator<[Element]> { storage.keys.makeIterator() }
+}

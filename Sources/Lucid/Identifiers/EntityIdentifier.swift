@@ -1,0 +1,114 @@
+import Foundation
+
+/// A type that names an entity type for identifiers: identifiers of two types never compare equal, even with
+/// equal values, because each carries its type statically and its ``identifierTypeID`` on disk.
+public protocol EntityTypeIdentifying {
+    /// A stable name of the entity type (default: the type's name). It names the disk store's keyspace, so
+    /// changing it orphans stored data.
+    static var identifierTypeID: String { get }
+}
+
+extension EntityTypeIdentifying {
+    public static var identifierTypeID: String { String(describing: Self.self) }
+}
+
+/// The identifier of an entity of type `Owner`: a local value (assigned when the entity is created on this
+/// device), a remote value (assigned by the server), or both once the server has answered.
+///
+/// Equality follows Lucid's rule: `local == (local, remote)`, `remote == (local, remote)`, `local != remote`.
+/// Two identifiers with remote values compare by them; otherwise by their local values. That equality is not
+/// transitive, so identifiers are ``DualHashable`` rather than `Hashable`: use ``DualHashDictionary`` and
+/// ``DualHashSet`` to key by them.
+///
+/// Identifiers are ordered by their storage key: those with a remote value by it, after every local-only
+/// identifier, which are ordered by local value. The disk store's primary key order is the same order.
+public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: RemoteIdentifierValue>:
+    DualHashable, Equatable, Comparable, Codable, Sendable, CustomStringConvertible {
+    /// The local value, if this identifier was created locally.
+    public private(set) var localValue: String?
+    /// The remote value, once the server has assigned one.
+    public private(set) var remoteValue: RemoteValue?
+
+    /// An identifier with only a local value.
+    public static func local(_ value: String) -> Self { Self(localValue: value, remoteValue: nil) }
+
+    /// An identifier with a remote value and optionally the local value it was created with.
+    public static func remote(_ value: RemoteValue, local: String? = nil) -> Self {
+        Self(localValue: local, remoteValue: value)
+    }
+
+    /// A new, unique local identifier (a random UUID).
+    public static func newLocal() -> Self { .local(UUID().uuidString.lowercased()) }
+
+    private init(localValue: String?, remoteValue: RemoteValue?) {
+        self.localValue = localValue
+        self.remoteValue = remoteValue
+    }
+
+    /// The entity type's id (see ``EntityTypeIdentifying``).
+    public static var identifierTypeID: String { Owner.identifierTypeID }
+
+    public var localKey: String? { localValue }
+    public var remoteKey: RemoteValue? { remoteValue }
+
+    /// This identifier with the halves it lacks taken from `other`.
+    public func absorbing(_ other: Self) -> Self {
+        Self(localValue: localValue ?? other.localValue, remoteValue: remoteValue ?? other.remoteValue)
+    }
+
+    /// Folds a server-assigned remote value (or a known local value) into this identifier.
+    /// - Throws: ``ManagerError/conflict(_:)`` when both carry different values for the same half.
+    public mutating func merge(with other: Self) throws {
+        if let r = remoteValue, let o = other.remoteValue, r != o {
+            throw ManagerError.conflict("remote identifiers \(r) and \(o) differ")
+        }
+        if let l = localValue, let o = other.localValue, l != o {
+            throw ManagerError.conflict("local identifiers \(l) and \(o) differ")
+        }
+        self = absorbing(other)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.dualEquals(rhs) }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs.remoteValue, rhs.remoteValue) {
+        case let (l?, r?): return l.orderedPrecedes(r)
+        case (nil, _?): return true
+        case (_?, nil): return false
+        case (nil, nil): return (lhs.localValue ?? "").utf8.lexicographicallyPrecedes((rhs.localValue ?? "").utf8)
+        }
+    }
+
+    /// The key under which the disk store keeps the entity: `r` + remote bytes, or `l` + local UTF-8.
+    public var storageKey: [UInt8] {
+        if let remoteValue { return [0x72] + remoteValue.orderedBytes }
+        return [0x6C] + Array((localValue ?? "").utf8)
+    }
+
+    public var description: String {
+        switch (localValue, remoteValue) {
+        case let (l?, r?): "\(Owner.identifierTypeID)(local: \(l), remote: \(r))"
+        case let (nil, r?): "\(Owner.identifierTypeID)(remote: \(r))"
+        case let (l?, nil): "\(Owner.identifierTypeID)(local: \(l))"
+        case (nil, nil): "\(Owner.identifierTypeID)(none)"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case local, remote }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        localValue = try container.decodeIfPresent(String.self, forKey: .local)
+        remoteValue = try container.decodeIfPresent(RemoteValue.self, forKey: .remote)
+        if localValue == nil && remoteValue == nil {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "an identifier needs a local or remote value"))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(localValue, forKey: .local)
+        try container.encodeIfPresent(remoteValue, forKey: .remote)
+    }
+}

@@ -1,0 +1,33 @@
+/// A type that can be the remote half of an ``EntityIdentifier``: a server-assigned value with an
+/// order-preserving byte form (the disk store keys records by it, so key order is identifier order).
+public protocol RemoteIdentifierValue: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+    /// Bytes whose lexicographic order is the value order. - Complexity: O(size).
+    var orderedBytes: [UInt8] { get }
+    /// Whether this value's ``orderedBytes`` sort before `other`'s (override for speed; must agree).
+    func orderedPrecedes(_ other: Self) -> Bool
+}
+
+extension RemoteIdentifierValue {
+    public func orderedPrecedes(_ other: Self) -> Bool { orderedBytes.lexicographicallyPrecedes(other.orderedBytes) }
+}
+
+extension Int: RemoteIdentifierValue {
+    /// Big-endian with the sign bit flipped, so byte order is numeric order.
+    public var orderedBytes: [UInt8] {
+        let biased = UInt64(bitPattern: Int64(self)) ^ (1 << 63)
+        return (0..<8).map { UInt8(truncatingIfNeeded: biased >> (56 - 8 * UInt64($0))) }
+    }
+    public func orderedPrecedes(_ other: Int) -> Bool { self < other }
+}
+
+extension Int64: RemoteIdentifierValue {
+    public func orderedPrecedes(_ other: Int64) -> Bool { self < other }
+    /// Big-endian with the sign bit flipped, so byte order is numeric order.
+    public var orderedBytes: [UInt8] { Int(self).orderedBytes }
+}
+
+extension String: RemoteIdentifierValue {
+    /// The UTF-8 bytes (identifiers order by these bytes, not by `String`'s `<`).
+    public var orderedBytes: [UInt8] { Array(utf8) }
+    public func orderedPrecedes(_ other: String) -> Bool { utf8.lexicographicallyPrecedes(other.utf8) }
+}

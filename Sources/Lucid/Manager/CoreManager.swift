@@ -1,0 +1,264 @@
+import Synchronization
+
+/// The interface to read and write entities of one type: gets, searches (once and continuous), sets and
+/// removals through a stack of stores, with per-identifier write ordering, contracts and access validation.
+///
+/// - Reads go through the stores in level order (memory before disk): `get` moves on when a store misses or
+///   returns an entity the contract rejects; `search` moves on only when a local store returns nothing valid.
+///   Errors of every store tried are chained in ``StoreError/composite(current:previous:)`` and thrown only if
+///   no store answers.
+/// - Writes go to every local store concurrently; the first error is thrown (nothing is only logged). Writes of
+///   one manager are applied one batch at a time, in call order, and each identifier keeps the timestamp of its
+///   last write: a write with an older ``WriteContext/originTimestamp`` is skipped.
+/// - After each write, the continuous queries it may affect are evaluated again and observers get the new
+///   result if it changed.
+///
+/// Use one manager per entity type and store stack: managers do not share observers or write clocks.
+public final class CoreManager<E: LocalEntity>: Sendable {
+    private let stores: [any Store<E>]
+    private let writeLock = AsyncMutex()
+    private let clock = Mutex(WriteClock())
+    let observers = QueryObservers<E>()
+
+    /// A manager over `stores` (read in level order). - Precondition: at least one store.
+    public init(stores: [any Store<E>]) {
+        precondition(!stores.isEmpty, "a CoreManager needs at least one store")
+        self.stores = stores.sorted { $0.level < $1.level }
+    }
+
+    /// A manager over one store.
+    public convenience init(store: any Store<E>) { self.init(stores: [store]) }
+
+    /// A timestamp for ``WriteContext/originTimestamp``: wall-clock nanoseconds, increasing in this process.
+    public func timestamp() -> UInt64 { clock.withLock { $0.now() } }
+
+    /// Number of distinct queries observed right now.
+    public var observedQueryCount: Int { observers.count }
+
+    // MARK: Reads
+
+    /// The entity with this identifier (by local, remote or both), or nil.
+    /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
+    public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
+        let access = try checkRead(context)
+        var failure: StoreError?
+        var found: E?
+        let query = Query<E>.identifier(identifier)
+        for store in stores {
+            do throws(StoreError) {
+                if let entity = try await store.get(byID: identifier),
+                   context.contract.filter([entity], for: query).count == 1 {
+                    found = entity
+                    break
+                }
+            } catch {
+                failure = failure.map { .composite(current: error, previous: $0) } ?? error
+            }
+        }
+        if found == nil, let failure { throw .wrap(failure) }
+        try checkUnchanged(access, context.accessValidator)
+        return found
+    }
+
+    /// The entities with these identifiers, in the order given, once and as a continuous query.
+    public func get(byIDs identifiers: [E.Identifier], in context: ReadContext<E> = ReadContext()) async throws(ManagerError)
+        -> (once: QueryResult<E>, continuous: ContinuousQuery<E>) {
+        try await search(withQuery: .identifiers(identifiers), in: context)
+    }
+
+    /// The result of `query` now (`once`), and the sequence of its results as data changes (`continuous`,
+    /// lazily registered when iterated).
+    /// - Throws: ``ManagerError/invalidQuery(_:)`` for an invalid query, and the errors of ``get(byID:in:)``.
+    public func search(withQuery query: Query<E>, in context: ReadContext<E> = ReadContext()) async throws(ManagerError)
+        -> (once: QueryResult<E>, continuous: ContinuousQuery<E>) {
+        let once = try await searchOnce(query, in: context)
+        return (once, ContinuousQuery(manager: self, query: query, context: context))
+    }
+
+    /// Every entity (`search(.all).once`).
+    public func all(in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> QueryResult<E> {
+        try await searchOnce(.all, in: context)
+    }
+
+    /// The first entity of `query`'s result, or nil.
+    public func first(for query: Query<E> = .all, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
+        try await searchOnce(query.with(limit: 1), in: context).first
+    }
+
+    func searchOnce(_ query: Query<E>, in context: ReadContext<E>) async throws(ManagerError) -> QueryResult<E> {
+        do { try query.validate() } catch { throw .invalidQuery(error) }
+        let access = try checkRead(context)
+        let result = try await localSearch(query, contract: context.contract)
+        try checkUnchanged(access, context.accessValidator)
+        return result
+    }
+
+    private func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
+        var failure: StoreError?
+        var last: QueryResult<E>?
+        for store in stores {
+            do {
+                let result = try await store.search(query)
+                let valid = contract.filter(result.entities, for: query)
+                let checked = valid.count == result.count ? result : QueryResult(entities: valid, groupedBy: query.groupedBy)
+                if !checked.isEmpty { return checked }
+                last = checked
+            } catch {
+                if case .invalidQuery(let q) = error { throw .invalidQuery(q) }
+                failure = failure.map { .composite(current: error, previous: $0) } ?? error
+            }
+        }
+        if let last { return last }
+        throw .wrap(failure ?? .closed)
+    }
+
+    /// Registers an observer of `query` (used by ``ContinuousQuery``).
+    func observe(_ query: Query<E>, in context: ReadContext<E>) async throws(ManagerError) -> AsyncStream<QueryResult<E>> {
+        do { try query.validate() } catch { throw .invalidQuery(error) }
+        let access = try checkRead(context)
+        await writeLock.lock()
+        defer { writeLock.unlock() }
+        if observers.existing(query) == nil {
+            let initial = access == .noAccess ? .empty : try await localSearch(query, contract: context.contract)
+            return observers.observe(query, context: context) { initial }
+        }
+        return observers.observe(query, context: context) { .empty }
+    }
+
+    // MARK: Writes
+
+    /// Writes one entity (merged over the stored one) and returns the stored entity.
+    /// - Throws: ``ManagerError/conflict(_:)`` when the write is stale and nothing is stored for its
+    ///   identifier; ``ManagerError/store(_:)`` when a store fails; access and target errors.
+    @discardableResult
+    public func set(_ entity: E, in context: WriteContext<E> = WriteContext()) async throws(ManagerError) -> E {
+        let (stored, skipped) = try await write([entity], in: context)
+        if let first = stored.first { return first }
+        if skipped, let current = try await get(byID: entity.identifier) { return current }
+        throw .conflict("a newer write to \(entity.identifier) was already applied")
+    }
+
+    /// Writes entities (each merged over its stored one) atomically per store; stale ones are skipped.
+    /// Returns the stored entities.
+    @discardableResult
+    public func set<S: Sequence>(_ entities: S, in context: WriteContext<E> = WriteContext()) async throws(ManagerError) -> [E]
+    where S.Element == E {
+        try await write(Array(entities), in: context).stored
+    }
+
+    private func write(_ entities: [E], in context: WriteContext<E>) async throws(ManagerError) -> (stored: [E], skipped: Bool) {
+        let access = try checkWrite(context)
+        await writeLock.lock()
+        defer { writeLock.unlock() }
+        let admitted = admit(entities.map(\.identifier), at: context.originTimestamp)
+        let current = zip(entities, admitted).filter(\.1).map(\.0)
+        guard !current.isEmpty else { return ([], true) }
+        let stored: [E] = try await forEachStore { store throws(StoreError) in try await store.set(current) }
+        try checkUnchanged(access, context.accessValidator)
+        await refreshObservers(changed: stored, removed: [])
+        return (stored, current.count < entities.count)
+    }
+
+    /// Removes the entity with this identifier. - Throws: ``ManagerError`` when a store fails.
+    public func remove(atID identifier: E.Identifier, in context: WriteContext<E> = WriteContext()) async throws(ManagerError) {
+        try await remove([identifier], in: context)
+    }
+
+    /// Removes the entities with these identifiers (stale removals are skipped). - Throws: ``ManagerError``.
+    public func remove<S: Sequence>(_ identifiers: S, in context: WriteContext<E> = WriteContext()) async throws(ManagerError)
+    where S.Element == E.Identifier {
+        let access = try checkWrite(context)
+        let ids = Array(identifiers)
+        await writeLock.lock()
+        defer { writeLock.unlock() }
+        let admitted = admit(ids, at: context.originTimestamp)
+        let current = zip(ids, admitted).filter(\.1).map(\.0)
+        guard !current.isEmpty else { return }
+        let _: [E] = try await forEachStore { store throws(StoreError) in try await store.remove(current); return [] }
+        try checkUnchanged(access, context.accessValidator)
+        await refreshObservers(changed: [], removed: current)
+    }
+
+    /// Removes the entities matching `query` in the local stores and returns their identifiers.
+    /// - Throws: ``ManagerError/invalidQuery(_:)``, store errors.
+    @discardableResult
+    public func removeAll(withQuery query: Query<E>, in context: WriteContext<E> = WriteContext()) async throws(ManagerError)
+        -> [E.Identifier] {
+        do { try query.validate() } catch { throw .invalidQuery(error) }
+        _ = try checkWrite(context)
+        let ids = try await localSearch(query, contract: AlwaysValidContract()).entities.map(\.identifier)
+        try await remove(ids, in: context)
+        return ids
+    }
+
+    // MARK: Internals
+
+    private func admit(_ ids: [E.Identifier], at origin: UInt64?) -> [Bool] {
+        clock.withLock { c in
+            let stamp = origin ?? c.now()
+            return ids.map { c.admit(AnyHashableIdentifierKey($0), at: stamp) }
+        }
+    }
+
+    /// Runs `body` on every store concurrently; returns the first store's (in level order) result, throws the
+    /// first error.
+    private func forEachStore(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> [E])
+        async throws(ManagerError) -> [E] {
+        if stores.count == 1 {
+            do { return try await body(stores[0]) } catch { throw .wrap(error) }
+        }
+        let results = await withTaskGroup(of: (Int, Result<[E], StoreError>).self) { group in
+            for (i, store) in stores.enumerated() {
+                group.addTask {
+                    do throws(StoreError) { return (i, .success(try await body(store))) } catch { return (i, .failure(error)) }
+                }
+            }
+            var all: [(Int, Result<[E], StoreError>)] = []
+            for await r in group { all.append(r) }
+            return all.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        var first: [E]?
+        for result in results {
+            switch result {
+            case .failure(let error): throw .wrap(error)
+            case .success(let value): if first == nil { first = value }
+            }
+        }
+        return first ?? []
+    }
+
+    private func refreshObservers(changed: [E], removed: [E.Identifier]) async {
+        for observation in observers.affected(changed: changed, removed: removed) {
+            let result: QueryResult<E>
+            if observation.accessValidator?.userAccess == .noAccess {
+                result = .empty
+            } else {
+                guard let fresh = try? await localSearch(observation.query, contract: observation.contract) else { continue }
+                result = fresh
+            }
+            observers.publish(result, to: observation)
+        }
+    }
+
+    private func checkRead(_ context: ReadContext<E>) throws(ManagerError) -> UserAccess {
+        if context.dataSource.needsRemote {
+            throw .notSupported("data source \(context.dataSource) needs a remote store; this manager has local stores only")
+        }
+        let access = context.accessValidator?.userAccess ?? .remoteAccess
+        if access == .noAccess { throw .userAccessInvalid }
+        return access
+    }
+
+    private func checkWrite(_ context: WriteContext<E>) throws(ManagerError) -> UserAccess {
+        if context.dataTarget != .local {
+            throw .notSupported("data target \(context.dataTarget) needs a remote store; this manager has local stores only")
+        }
+        let access = context.accessValidator?.userAccess ?? .remoteAccess
+        if access == .noAccess { throw .userAccessInvalid }
+        return access
+    }
+
+    private func checkUnchanged(_ access: UserAccess, _ validator: (any UserAccessValidating)?) throws(ManagerError) {
+        if let validator, validator.userAccess != access { throw .userAccessInvalid }
+    }
+}

@@ -1,0 +1,90 @@
+import Synchronization
+
+/// The continuous queries of one ``CoreManager``: one shared observation per distinct query, holding its
+/// latest result and its observers' continuations.
+///
+/// Each observer's stream buffers only the newest result (a slow observer skips to the latest, never builds a
+/// backlog). When an observer stops iterating or drops its stream, its continuation terminates and is removed;
+/// the observation goes when its last observer does.
+final class QueryObservers<E: LocalEntity>: Sendable {
+    final class Observation: Sendable {
+        let query: Query<E>
+        let contract: any EntityContract
+        let accessValidator: (any UserAccessValidating)?
+        let state: Mutex<(current: QueryResult<E>, observers: [Int: AsyncStream<QueryResult<E>>.Continuation])>
+
+        init(query: Query<E>, context: ReadContext<E>, current: QueryResult<E>) {
+            self.query = query
+            contract = context.contract
+            accessValidator = context.accessValidator
+            state = Mutex((current, [:]))
+        }
+    }
+
+    private let observations = Mutex<(list: [Observation], nextID: Int)>(([], 0))
+
+    /// Number of live observations (distinct queries with at least one observer).
+    var count: Int { observations.withLock { $0.list.count } }
+
+    /// The observation of `query`, if any.
+    func existing(_ query: Query<E>) -> Observation? {
+        observations.withLock { o in o.list.first { $0.query == query } }
+    }
+
+    /// Adds an observer of `query`; `initial` is the result to start from when the query is not observed yet.
+    /// The stream yields the current result first.
+    func observe(_ query: Query<E>, context: ReadContext<E>, initial: () -> QueryResult<E>) -> AsyncStream<QueryResult<E>> {
+        let (stream, continuation) = AsyncStream<QueryResult<E>>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (observation, id) = observations.withLock { o -> (Observation, Int) in
+            o.nextID += 1
+            if let found = o.list.first(where: { $0.query == query }) { return (found, o.nextID) }
+            let created = Observation(query: query, context: context, current: initial())
+            o.list.append(created)
+            return (created, o.nextID)
+        }
+        observation.state.withLock { s in
+            s.observers[id] = continuation
+            continuation.yield(s.current)
+        }
+        continuation.onTermination = { [weak self, weak observation] _ in
+            guard let self, let observation else { return }
+            self.release(observation, id)
+        }
+        return stream
+    }
+
+    private func release(_ observation: Observation, _ id: Int) {
+        observations.withLock { o in
+            let empty = observation.state.withLock { s -> Bool in
+                s.observers[id] = nil
+                return s.observers.isEmpty
+            }
+            if empty { o.list.removeAll { $0 === observation } }
+        }
+    }
+
+    /// The observations a write of `changed` and removal of `removed` may affect: those whose filter the new
+    /// values match, whose current result holds a written or removed identifier, or that skip an offset
+    /// (any change before the window shifts it).
+    func affected(changed: [E], removed: [E.Identifier]) -> [Observation] {
+        let list = observations.withLock { $0.list }
+        return list.filter { observation in
+            if (observation.query.offset ?? 0) > 0 { return true }
+            let current = observation.state.withLock { $0.current }
+            let ids = DualHashSet(current.entities.map(\.identifier))
+            if changed.contains(where: { ids.contains($0.identifier) }) { return true }
+            if removed.contains(where: { ids.contains($0) }) { return true }
+            guard let evaluator = try? QueryEvaluator(observation.query) else { return false }
+            return changed.contains(where: evaluator.matches)
+        }
+    }
+
+    /// Publishes `result` to an observation's observers if it differs from the current one.
+    func publish(_ result: QueryResult<E>, to observation: Observation) {
+        observation.state.withLock { s in
+            guard s.current != result else { return }
+            s.current = result
+            for continuation in s.observers.values { continuation.yield(result) }
+        }
+    }
+}

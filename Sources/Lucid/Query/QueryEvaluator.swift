@@ -1,0 +1,193 @@
+import Foundation
+import LucidEngine
+
+/// A validated query, ready to evaluate in memory: regexes compiled once, comparisons by the index-value
+/// total order (so memory and disk stores agree on every result).
+struct QueryEvaluator<E: Entity> {
+    let query: Query<E>
+    private var regexes: [String: NSRegularExpression] = [:]
+
+    /// Validates `query` and compiles its regexes. - Throws: ``QueryError``.
+    init(_ query: Query<E>) throws(QueryError) {
+        self.query = query
+        if let offset = query.offset, offset < 0 { throw .negativeOffset(offset) }
+        if let limit = query.limit, limit < 0 { throw .negativeLimit(limit) }
+        if let filter = query.filter { try compile(filter) }
+    }
+
+    private mutating func compile(_ filter: Query<E>.Filter) throws(QueryError) {
+        switch filter {
+        case .comparison(.identifier, let op, let value):
+            guard case .identifier = value else {
+                throw .invalidComparison("the identifier can only be compared with an identifier")
+            }
+            if op == .match { throw .invalidComparison("~= cannot apply to the identifier") }
+        case .comparison(.index(let name), let op, let value):
+            guard case .index(let v) = value else {
+                throw .invalidComparison("index \(name.rawValue) can only be compared with an index value")
+            }
+            if case .array = v { throw .invalidComparison("index \(name.rawValue) compared with an array: use >>") }
+            if op == .match {
+                guard case .string(let pattern) = v else {
+                    throw .invalidComparison("~= on \(name.rawValue) needs a .string pattern")
+                }
+                if regexes[pattern] == nil {
+                    do { regexes[pattern] = try NSRegularExpression(pattern: pattern) } catch {
+                        throw .invalidRegex(pattern: pattern, reason: "\(error)")
+                    }
+                }
+            }
+        case .containedIn(let property, let values):
+            for value in values {
+                switch (property, value) {
+                case (.identifier, .identifier): continue
+                case (.index, .index(.array)): throw .invalidComparison(">> takes scalar values")
+                case (.index, .index): continue
+                default: throw .invalidComparison(">> values must match the property's kind")
+                }
+            }
+        case .and(let l, let r), .or(let l, let r):
+            try compile(l)
+            try compile(r)
+        case .not(let f):
+            try compile(f)
+        case .constant:
+            break
+        }
+    }
+
+    /// Whether `entity` passes the filter.
+    func matches(_ entity: E) -> Bool {
+        guard let filter = query.filter else { return true }
+        return matches(entity, filter)
+    }
+
+    private func matches(_ entity: E, _ filter: Query<E>.Filter) -> Bool {
+        switch filter {
+        case .constant(let b):
+            return b
+        case .and(let l, let r):
+            return matches(entity, l) && matches(entity, r)
+        case .or(let l, let r):
+            return matches(entity, l) || matches(entity, r)
+        case .not(let f):
+            return !matches(entity, f)
+        case .comparison(.identifier, let op, .identifier(let id)):
+            switch op {
+            case .equalTo: return entity.identifier == id
+            case .greaterThan: return id < entity.identifier
+            case .greaterThanOrEqual: return !(entity.identifier < id)
+            case .lessThan: return entity.identifier < id
+            case .lessThanOrEqual: return !(id < entity.identifier)
+            case .match: return false
+            }
+        case .comparison(.index(let name), let op, .index(let value)):
+            let scalars = Self.scalars(entity.entityIndexValue(for: name))
+            if op == .match {
+                guard case .string(let pattern) = value, let regex = regexes[pattern] else { return false }
+                return scalars.contains { scalar in
+                    guard let text = scalar.matchableString else { return false }
+                    return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+                }
+            }
+            let rhs = value.indexValue
+            return scalars.contains { scalar in
+                guard scalar.isSameKind(as: value) else { return false }
+                let lhs = scalar.indexValue
+                switch op {
+                case .equalTo: return lhs == rhs
+                case .greaterThan: return lhs > rhs
+                case .greaterThanOrEqual: return lhs >= rhs
+                case .lessThan: return lhs < rhs
+                case .lessThanOrEqual: return lhs <= rhs
+                case .match: return false
+                }
+            }
+        case .containedIn(.identifier, let values):
+            return values.contains { if case .identifier(let id) = $0 { id == entity.identifier } else { false } }
+        case .containedIn(.index(let name), let values):
+            let scalars = Self.scalars(entity.entityIndexValue(for: name))
+            return scalars.contains { scalar in
+                values.contains {
+                    if case .index(let v) = $0 { v.isSameKind(as: scalar) && v.indexValue == scalar.indexValue }
+                    else { false }
+                }
+            }
+        default:
+            return false
+        }
+    }
+
+    /// The scalars a property compares by: `[.none]` for an absent value or an empty array.
+    private static func scalars(_ value: EntityIndexValue) -> [EntityIndexValue] {
+        let scalars = value.scalars
+        return scalars.isEmpty ? [.none] : scalars
+    }
+
+    /// Whether `lhs` sorts before `rhs` under the query's order; ties broken by identifier, ascending.
+    func precedes(_ lhs: E, _ rhs: E) -> Bool {
+        for order in query.order {
+            switch order {
+            case .asc(by: .identifier):
+                if lhs.identifier < rhs.identifier { return true }
+                if rhs.identifier < lhs.identifier { return false }
+            case .desc(by: .identifier):
+                if rhs.identifier < lhs.identifier { return true }
+                if lhs.identifier < rhs.identifier { return false }
+            case .asc(by: .index(let name)):
+                let a = lhs.entityIndexValue(for: name).sortKey(descending: false)
+                let b = rhs.entityIndexValue(for: name).sortKey(descending: false)
+                if a != b { return a < b }
+            case .desc(by: .index(let name)):
+                let a = lhs.entityIndexValue(for: name).sortKey(descending: true)
+                let b = rhs.entityIndexValue(for: name).sortKey(descending: true)
+                if a != b { return a > b }
+            case .natural:
+                continue
+            case .identifiers(let ids):
+                let a = ids.firstIndex(of: lhs.identifier) ?? Int.max
+                let b = ids.firstIndex(of: rhs.identifier) ?? Int.max
+                if a != b { return a < b }
+            }
+        }
+        return lhs.identifier < rhs.identifier
+    }
+
+    /// The query's result from entities that already pass the filter: uniquely, order, window, groups.
+    func result(fromMatching entities: [E], alreadyOrdered: Bool = false, alreadyPaginated: Bool = false)
+        -> QueryResult<E> {
+        var list = entities
+        if query.uniquely {
+            var seen = DualHashSet<E.Identifier>()
+            list = list.filter { seen.insert($0.identifier) }
+        }
+        if !alreadyOrdered { list.sort(by: precedes) }
+        if !alreadyPaginated { list = Self.window(list, offset: query.offset, limit: query.limit) }
+        return QueryResult(entities: list, groupedBy: query.groupedBy)
+    }
+
+    /// The slice `[offset, offset + limit)` of `list`.
+    static func window(_ list: [E], offset: Int?, limit: Int?) -> [E] {
+        let start = min(max(offset ?? 0, 0), list.count)
+        let end = limit.map { min(list.count, start + max($0, 0)) } ?? list.count
+        return Array(list[start..<end])
+    }
+
+    /// Validates, filters, orders and windows `entities` in memory.
+    static func evaluate(_ query: Query<E>, over entities: some Sequence<E>) throws(QueryError) -> QueryResult<E> {
+        let evaluator = try QueryEvaluator(query)
+        return evaluator.result(fromMatching: entities.filter(evaluator.matches))
+    }
+}
+
+extension Query {
+    /// Checks the query: window not negative, regexes compile, operators apply to their properties.
+    /// - Throws: ``QueryError``.
+    public func validate() throws(QueryError) { _ = try QueryEvaluator(self) }
+
+    /// Runs this query over entities in memory: filter, uniquely, order, window, groups.
+    /// - Complexity: O(n log n). - Throws: ``QueryError`` for an invalid query.
+    public func evaluate(over entities: some Sequence<E>) throws(QueryError) -> QueryResult<E> {
+        try QueryEvaluator.evaluate(self, over: entities)
+    }
+}

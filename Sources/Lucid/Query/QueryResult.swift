@@ -1,0 +1,53 @@
+/// The result of a query: its entities in order, and the groups when the query was grouped.
+public struct QueryResult<E: Entity>: Sendable, Equatable, Sequence {
+    /// The entities, ordered and windowed.
+    public let entities: [E]
+    /// The group keys in order of first appearance (empty when the query was not grouped).
+    public let groupKeys: [EntityIndexValue]
+    private let groupMap: [EntityIndexValue: [E]]
+    /// The index the entities are grouped by, if any.
+    public let groupedBy: E.IndexName?
+
+    /// A result of `entities` (in the given order), grouped by `groupedBy` when set.
+    public init(entities: [E], groupedBy: E.IndexName? = nil) {
+        self.entities = entities
+        self.groupedBy = groupedBy
+        var keys: [EntityIndexValue] = []
+        var map: [EntityIndexValue: [E]] = [:]
+        if let groupedBy {
+            for entity in entities {
+                let key = entity.entityIndexValue(for: groupedBy)
+                if map[key] == nil { keys.append(key) }
+                map[key, default: []].append(entity)
+            }
+        }
+        groupKeys = keys
+        groupMap = map
+    }
+
+    /// An empty result.
+    public static var empty: QueryResult { QueryResult(entities: []) }
+
+    /// The entities as an array.
+    public var array: [E] { entities }
+    /// The first entity.
+    public var first: E? { entities.first }
+    /// The single entity of a one-entity result (the first when there are several).
+    public var entity: E? { entities.first }
+    /// Number of entities.
+    public var count: Int { entities.count }
+    /// Whether there are no entities.
+    public var isEmpty: Bool { entities.isEmpty }
+
+    /// The groups: key → entities in order. An ungrouped result has no groups.
+    public var groups: [EntityIndexValue: [E]] { groupMap }
+
+    /// The entities of one group.
+    public func group(_ key: EntityIndexValue) -> [E] { groupMap[key] ?? [] }
+
+    public func makeIterator() -> IndexingIterator<[E]> { entities.makeIterator() }
+
+    public static func == (lhs: QueryResult, rhs: QueryResult) -> Bool {
+        lhs.entities == rhs.entities && lhs.groupedBy == rhs.groupedBy
+    }
+}

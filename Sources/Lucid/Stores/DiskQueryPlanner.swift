@@ -1,0 +1,192 @@
+import LucidEngine
+
+/// Answers one query on a ``DiskStore`` snapshot from its indexes (see the store's documentation for what
+/// each part of a filter costs).
+struct DiskQueryPlanner<E: LocalEntity> {
+    let store: DiskStore<E>
+    let snapshot: Snapshot
+    let evaluator: QueryEvaluator<E>
+
+    /// Records that may match: every record, or a key set; `exact` when each of them matches for sure.
+    enum Candidates {
+        case all(exact: Bool)
+        case keys(Set<[UInt8]>, exact: Bool)
+    }
+
+    private var keyspace: String { store.keyspace }
+    private var query: Query<E> { evaluator.query }
+
+    func run() throws(StoreError) -> QueryResult<E> {
+        let candidates = query.filter.map(plan) ?? .all(exact: true)
+        let offset = query.offset ?? 0
+        let window = query.limit.map { offset + $0 }
+        let orderedByIdentifier: Bool? = switch query.order.first {
+        case .asc(by: .identifier)?, .natural?, nil: true
+        case .desc(by: .identifier)?: false
+        default: nil
+        }
+
+        switch candidates {
+        case .all(exact: true):
+            if let ascending = orderedByIdentifier, !query.uniquely {
+                let keys = snapshot.keys(in: keyspace, reverse: !ascending, limit: window)
+                let page = Array(keys.dropFirst(min(offset, keys.count)))
+                return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
+            }
+            if case .index(let name)?? = firstOrderIndex, let window {
+                return evaluator.result(fromMatching: try walkIndex(name, keys: nil, window: window))
+            }
+            return evaluator.result(fromMatching: try scanAll(filtering: false))
+        case .all(exact: false):
+            return evaluator.result(fromMatching: try scanAll(filtering: true))
+        case .keys(let keys, let exact):
+            if exact, let ascending = orderedByIdentifier, !query.uniquely {
+                var sorted = keys.sorted { $0.lexicographicallyPrecedes($1) }
+                if !ascending { sorted.reverse() }
+                let end = min(window ?? sorted.count, sorted.count)
+                let page = Array(sorted[min(offset, end)..<end])
+                return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
+            }
+            if exact, case .index(let name)?? = firstOrderIndex, let window, keys.count > 2 * window + 64 {
+                return evaluator.result(fromMatching: try walkIndex(name, keys: keys, window: window))
+            }
+            var entities = try fetch(Array(keys))
+            if !exact { entities = entities.filter(evaluator.matches) }
+            return evaluator.result(fromMatching: entities)
+        }
+    }
+
+    /// `.index(name)` when the first order key is an index (`.some(nil)` for other orders).
+    private var firstOrderIndex: Query<E>.Property?? {
+        switch query.order.first {
+        case .asc(by: let p)?, .desc(by: let p)?: p
+        default: .some(nil)
+        }
+    }
+
+    private var descending: Bool {
+        if case .desc? = query.order.first { return true }
+        return false
+    }
+
+    /// Walks index `name` in the query's direction, keeping records in `keys` (all when nil), until `window`
+    /// distinct records are collected and the term changes (so ties at the boundary are all present for the
+    /// final sort). Each record is seen at its smallest term ascending, its largest descending.
+    private func walkIndex(_ name: E.IndexName, keys: Set<[UInt8]>?, window: Int) throws(StoreError) -> [E] {
+        var seen = Set<[UInt8]>()
+        var picked: [[UInt8]] = []
+        var boundary: IndexValue?
+        let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
+                                                            condition: .any, reverse: descending))
+        for entry in entries {
+            if let boundary, entry.value != boundary { break }
+            guard keys?.contains(entry.key) ?? true, seen.insert(entry.key).inserted else { continue }
+            picked.append(entry.key)
+            if picked.count >= window, boundary == nil { boundary = entry.value }
+        }
+        return try fetch(picked)
+    }
+
+    private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
+        var out: [E] = []
+        out.reserveCapacity(keys.count)
+        for key in keys { if let e = try store.fetch(key, in: snapshot) { out.append(e) } }
+        return out
+    }
+
+    /// The documented fallback: decode every entity of the keyspace (and filter when asked).
+    private func scanAll(filtering: Bool) throws(StoreError) -> [E] {
+        var out: [E] = []
+        var failure: StoreError?
+        do {
+            try snapshot.forEach(in: keyspace) { record in
+                do throws(StoreError) {
+                    let entity = try store.decode(record.value, key: record.key)
+                    if !filtering || evaluator.matches(entity) { out.append(entity) }
+                    return true
+                } catch {
+                    failure = error
+                    return false
+                }
+            }
+        } catch { throw .wrap(error) }
+        if let failure { throw failure }
+        return out
+    }
+
+    // MARK: Planning
+
+    private func plan(_ filter: Query<E>.Filter) -> Candidates {
+        switch filter {
+        case .constant(true):
+            return .all(exact: true)
+        case .constant(false):
+            return .keys([], exact: true)
+        case .comparison(.index(let name), let op, .index(let value)) where op != .match:
+            return .keys(indexKeys(name, condition(op, value)), exact: true)
+        case .comparison(.identifier, .equalTo, .identifier(let id)):
+            return .keys(Set(locateKeys([id])), exact: true)
+        case .containedIn(.index(let name), let values):
+            var terms: [IndexValue] = []
+            for case .index(let v) in values { terms.append(v.indexValue) }
+            return .keys(terms.isEmpty ? [] : indexKeys(name, .oneOf(terms)), exact: true)
+        case .containedIn(.identifier, let values):
+            var ids: [E.Identifier] = []
+            for case .identifier(let id) in values { ids.append(id) }
+            return .keys(Set(locateKeys(ids)), exact: true)
+        case .and(let l, let r):
+            switch (plan(l), plan(r)) {
+            case (.all(let a), .all(let b)): return .all(exact: a && b)
+            case (.all(let a), .keys(let k, let b)), (.keys(let k, let b), .all(let a)): return .keys(k, exact: a && b)
+            case (.keys(let k1, let a), .keys(let k2, let b)):
+                return .keys(k1.count < k2.count ? k1.intersection(k2) : k2.intersection(k1), exact: a && b)
+            }
+        case .or(let l, let r):
+            switch (plan(l), plan(r)) {
+            case (.keys(let k1, let a), .keys(let k2, let b)): return .keys(k1.union(k2), exact: a && b)
+            case (.all(true), _), (_, .all(true)): return .all(exact: true)
+            default: return .all(exact: false)
+            }
+        case .not(let inner):
+            switch plan(inner) {
+            case .keys(let k, true): return .keys(Set(snapshot.keys(in: keyspace)).subtracting(k), exact: true)
+            case .all(true): return .keys([], exact: true)
+            default: return .all(exact: false)
+            }
+        default:
+            return .all(exact: false)
+        }
+    }
+
+    private func indexKeys(_ name: E.IndexName, _ condition: IndexCondition) -> Set<[UInt8]> {
+        Set(snapshot.keys(in: keyspace, where: .match(index: name.rawValue, condition)))
+    }
+
+    private func locateKeys(_ ids: [E.Identifier]) -> [[UInt8]] {
+        ids.compactMap { store.locateKey($0, in: snapshot) }
+    }
+
+    /// The index condition of `index op value`, bounded to `value`'s type (values of other types never match).
+    private func condition(_ op: Query<E>.Operator, _ value: EntityIndexValue) -> IndexCondition {
+        let v = value.indexValue
+        let (low, high) = Self.typeBounds(value)
+        switch op {
+        case .equalTo, .match: return .equals(v)
+        case .greaterThan: return .range(lower: .excluded(v), upper: high)
+        case .greaterThanOrEqual: return .range(lower: .included(v), upper: high)
+        case .lessThan: return .range(lower: low, upper: .excluded(v))
+        case .lessThanOrEqual: return .range(lower: low, upper: .included(v))
+        }
+    }
+
+    static func typeBounds(_ value: EntityIndexValue) -> (IndexBound, IndexBound) {
+        switch value {
+        case .none, .array: (.included(.null), .included(.null))
+        case .bool: (.included(.bool(false)), .included(.bool(true)))
+        case .int: (.included(.int(.min)), .included(.int(.max)))
+        case .double: (.included(.double(-.infinity)), .included(.double(.nan)))
+        case .date: (.included(.date(microsecondsSince1970: .min)), .included(.date(microsecondsSince1970: .max)))
+        case .string: (.included(.string("")), .excluded(.identifier([])))
+        }
+    }
+}

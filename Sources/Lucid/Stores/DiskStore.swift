@@ -1,0 +1,163 @@
+import LucidEngine
+
+/// The disk store: entities of one type in one keyspace of a ``LucidEngine/Engine``, with one secondary index
+/// per ``EntityIndexName`` (named by its raw value) and a reserved `__lid` index of local identifiers.
+///
+/// - Records are keyed by ``EntityIdentifier/storageKey`` (`r` + remote value once known, else `l` + local
+///   value), so primary-key order is identifier order. An entity that gains its remote id moves from its `l`
+///   key to its `r` key in the same atomic batch; `__lid` still finds it by the local id.
+/// - Each index term is written with the record in one atomic batch; an array property gives one term per
+///   element, an absent value a `null` term (so ordering by the index sees every record, absent values first).
+/// - Queries are answered from the indexes: `==`, `<`, `<=`, `>`, `>=` (bounded to the value's type), `>>`,
+///   identifier lookups, and `&&` / `||` / `!` of those as key-set operations. Ordering by the identifier reads
+///   keys in order; ordering by an index walks it in order until the window is full. What no index answers
+///   (`~=`, comparisons of identifiers by order) is evaluated on the candidates the rest of the filter leaves,
+///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity.
+/// - Writes are serialized per store (a FIFO async lock) so that each batch merges with the current values.
+public final class DiskStore<E: LocalEntity>: Store {
+    /// The engine holding the data.
+    public let engine: Engine
+    /// The keyspace (default: the entity's ``EntityTypeIdentifying/identifierTypeID``).
+    public let keyspace: String
+    private let writeLock = AsyncMutex()
+
+    /// The reserved index of local identifiers.
+    static var localIndex: String { "__lid" }
+
+    public var level: StoreLevel { .disk }
+
+    /// A disk store of `E` in `engine`. - Complexity: O(1); nothing is read until used.
+    public init(engine: Engine, keyspace: String? = nil) {
+        self.engine = engine
+        self.keyspace = keyspace ?? E.identifierTypeID
+    }
+
+    // MARK: Reads
+
+    public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
+        try getNow(identifier)
+    }
+
+    /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
+    public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
+        let snapshot = engine.snapshot()
+        return try locate(identifier, in: snapshot)?.entity
+    }
+
+    public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
+        try searchNow(query)
+    }
+
+    /// Synchronous ``search(_:)``.
+    public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
+        let evaluator: QueryEvaluator<E>
+        do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
+        return try DiskQueryPlanner(store: self, snapshot: engine.snapshot(), evaluator: evaluator).run()
+    }
+
+    /// The stored record for `identifier`: its key and decoded entity.
+    func locate(_ identifier: E.Identifier, in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
+        guard let key = locateKey(identifier, in: snapshot), let entity = try fetch(key, in: snapshot) else { return nil }
+        return (key, entity)
+    }
+
+    /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
+    /// a local value) the record the `__lid` index names, unless that record has another remote id.
+    func locateKey(_ identifier: E.Identifier, in snapshot: Snapshot) -> [UInt8]? {
+        let key = identifier.storageKey
+        if snapshot.contains(key, in: keyspace) { return key }
+        guard let local = identifier.localValue else { return nil }
+        let query = IndexQuery(keyspace: keyspace, index: Self.localIndex, condition: .equals(.string(local)), limit: 4)
+        let isRemote = key.first == 0x72
+        return snapshot.keys(matching: query).first { !(isRemote && $0.first == 0x72 && $0 != key) }
+    }
+
+    func fetch(_ key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> E? {
+        let bytes: [UInt8]?
+        do { bytes = try snapshot.get(key, in: keyspace) } catch { throw .wrap(error) }
+        guard let bytes else { return nil }
+        return try decode(bytes, key: key)
+    }
+
+    func decode(_ bytes: [UInt8], key: [UInt8]) throws(StoreError) -> E {
+        do { return try EntityCodec.decode(E.self, from: bytes) } catch {
+            throw .undecodableEntity(keyspace: keyspace, key: key, detail: "\(error)")
+        }
+    }
+
+    // MARK: Writes
+
+    public func set(_ entities: [E]) async throws(StoreError) -> [E] {
+        await writeLock.lock()
+        defer { writeLock.unlock() }
+        let snapshot = engine.snapshot()
+        var pending = DualHashDictionary<E.Identifier, (key: [UInt8], entity: E)>()
+        var writes: [[UInt8]: E?] = [:]   // nil: delete
+        var order: [[UInt8]] = []
+        var stored: [E] = []
+        stored.reserveCapacity(entities.count)
+        for entity in entities {
+            var existing = pending[entity.identifier]
+            if existing == nil { existing = try locate(entity.identifier, in: snapshot) }
+            let merged = EntityMerging.merge(stored: existing?.entity, written: entity)
+            let key = merged.identifier.storageKey
+            if let old = existing?.key, old != key {
+                if writes.updateValue(nil, forKey: old) == nil { order.append(old) }
+                if let previous = existing?.entity { pending.removeValue(forKey: previous.identifier) }
+            }
+            if writes.updateValue(merged, forKey: key) == nil { order.append(key) }
+            pending[merged.identifier] = (key, merged)
+            stored.append(merged)
+        }
+        var batch = WriteBatch()
+        for key in order {
+            guard let write = writes[key] else { continue }
+            if let entity = write {
+                let bytes: [UInt8]
+                do { bytes = try EntityCodec.encode(entity) } catch { throw .unencodableEntity("\(error)") }
+                batch.put(bytes, forKey: key, in: keyspace, indexTerms: Self.terms(of: entity))
+            } else {
+                batch.delete(key, in: keyspace)
+            }
+        }
+        try await commit(batch)
+        return stored
+    }
+
+    public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
+        await writeLock.lock()
+        defer { writeLock.unlock() }
+        let snapshot = engine.snapshot()
+        var batch = WriteBatch()
+        var seen = Set<[UInt8]>()
+        for identifier in identifiers {
+            guard let found = try locate(identifier, in: snapshot), seen.insert(found.key).inserted else { continue }
+            batch.delete(found.key, in: keyspace)
+        }
+        try await commit(batch)
+    }
+
+    public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
+        let ids = try await search(query).entities.map(\.identifier)
+        try await remove(ids)
+        return ids
+    }
+
+    private func commit(_ batch: WriteBatch) async throws(StoreError) {
+        guard !batch.isEmpty else { return }
+        do { _ = try await engine.commit(batch) } catch { throw .wrap(error) }
+    }
+
+    /// The index terms stored with an entity: every index name's terms and its local identifier.
+    static func terms(of entity: E) -> [IndexTerm] {
+        var terms: [IndexTerm] = []
+        for name in E.IndexName.allCases {
+            let values = entity.entityIndexValue(for: name).indexTerms
+            for (i, value) in values.enumerated() where i == 0 || !values[..<i].contains(value) {
+                terms.append(IndexTerm(index: name.rawValue, value: value))
+            }
+        }
+        if let local = entity.identifier.localValue { terms.append(IndexTerm(index: localIndex, value: .string(local))) }
+        return terms
+    }
+}

@@ -1,0 +1,152 @@
+import Synchronization
+
+/// A memory store, optionally bounded: past `limit` entities it evicts the least recently used ones for real
+/// (they leave the store, not only the recency list: the original's read-eviction leak, bug 1.15.7, is fixed).
+/// Gets and searches count as uses.
+///
+/// Any filter is evaluated in memory. - Complexity: get, set and remove O(1) per entity on average; search O(n log n).
+public final class InMemoryStore<E: LocalEntity>: Store {
+    private struct Node {
+        var entity: E
+        var prev: Int
+        var next: Int
+    }
+
+    private struct State {
+        var index = DualHashDictionary<E.Identifier, Int>()
+        var nodes: [Node?] = []
+        var free: [Int] = []
+        /// Most recently used node (-1: none) and least recently used.
+        var head = -1
+        var tail = -1
+
+        mutating func unlink(_ i: Int) {
+            guard let node = nodes[i] else { return }
+            if node.prev >= 0 { nodes[node.prev]!.next = node.next } else { head = node.next }
+            if node.next >= 0 { nodes[node.next]!.prev = node.prev } else { tail = node.prev }
+        }
+
+        mutating func pushFront(_ i: Int) {
+            nodes[i]!.prev = -1
+            nodes[i]!.next = head
+            if head >= 0 { nodes[head]!.prev = i }
+            head = i
+            if tail < 0 { tail = i }
+        }
+
+        mutating func touch(_ i: Int) {
+            guard head != i else { return }
+            unlink(i)
+            pushFront(i)
+        }
+
+        mutating func insert(_ entity: E) -> E {
+            if let i = index[entity.identifier], let stored = nodes[i]?.entity {
+                let merged = EntityMerging.merge(stored: stored, written: entity)
+                nodes[i]!.entity = merged
+                index[merged.identifier] = i
+                touch(i)
+                return merged
+            }
+            let node = Node(entity: entity, prev: -1, next: -1)
+            let i: Int
+            if let f = free.popLast() { i = f; nodes[i] = node } else { i = nodes.count; nodes.append(node) }
+            index[entity.identifier] = i
+            pushFront(i)
+            return entity
+        }
+
+        mutating func remove(_ identifier: E.Identifier) {
+            guard let i = index.removeValue(forKey: identifier) else { return }
+            unlink(i)
+            nodes[i] = nil
+            free.append(i)
+        }
+
+        mutating func evict(downTo limit: Int) {
+            while index.count > limit, tail >= 0, let entity = nodes[tail]?.entity { remove(entity.identifier) }
+        }
+    }
+
+    private let state = Mutex(State())
+    /// The most entities kept (nil: unbounded).
+    public let limit: Int?
+    public var level: StoreLevel { .memory }
+
+    /// A memory store keeping at most `limit` entities (nil: no limit).
+    public init(limit: Int? = nil) {
+        self.limit = limit.map { max($0, 0) }
+    }
+
+    /// Number of entities held.
+    public var count: Int { state.withLock { $0.index.count } }
+
+    public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
+        getNow(identifier)
+    }
+
+    /// Synchronous ``get(byID:)``.
+    public func getNow(_ identifier: E.Identifier) -> E? {
+        state.withLock { s in
+            guard let i = s.index[identifier] else { return nil }
+            s.touch(i)
+            return s.nodes[i]?.entity
+        }
+    }
+
+    public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
+        let evaluator: QueryEvaluator<E>
+        do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
+        if let ids = query.identifiers, query.filter.map(Self.isPureIdentifierFilter) == true {
+            // Id lookups: no scan.
+            let found = state.withLock { s in
+                ids.compactMap { id -> E? in
+                    guard let i = s.index[id] else { return nil }
+                    s.touch(i)
+                    return s.nodes[i]?.entity
+                }
+            }
+            return evaluator.result(fromMatching: Self.dedup(found))
+        }
+        let matching = state.withLock { s in
+            var out: [E] = []
+            for case let node? in s.nodes where evaluator.matches(node.entity) { out.append(node.entity) }
+            return out
+        }
+        let result = evaluator.result(fromMatching: matching)
+        state.withLock { s in for e in result.entities { if let i = s.index[e.identifier] { s.touch(i) } } }
+        return result
+    }
+
+    public func set(_ entities: [E]) async throws(StoreError) -> [E] { setNow(entities) }
+
+    /// Synchronous ``set(_:)``.
+    @discardableResult
+    public func setNow(_ entities: [E]) -> [E] {
+        state.withLock { s in
+            let stored = entities.map { s.insert($0) }
+            if let limit { s.evict(downTo: limit) }
+            return stored
+        }
+    }
+
+    public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
+        state.withLock { s in for id in identifiers { s.remove(id) } }
+    }
+
+    public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
+        let ids = try await search(query).entities.map(\.identifier)
+        try await remove(ids)
+        return ids
+    }
+
+    /// Removes every entity.
+    public func clear() { state.withLock { $0 = State() } }
+
+    static func isPureIdentifierFilter(_ filter: Query<E>.Filter) -> Bool { filter.identifiersOnly != nil }
+
+    static func dedup(_ entities: [E]) -> [E] {
+        var seen = DualHashSet<E.Identifier>()
+        return entities.filter { seen.insert($0.identifier) }
+    }
+}

@@ -1,0 +1,70 @@
+import LucidEngine
+
+/// Where a store keeps its entities; reads through a stack go from the lowest level up.
+public enum StoreLevel: Int, Sendable, Comparable {
+    case memory = 0
+    case disk = 1
+    case remote = 2
+
+    public static func < (lhs: StoreLevel, rhs: StoreLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A store of entities of one type. Every method validates its query first (``QueryError``) and reports a
+/// failure as a ``StoreError``; nothing is only logged.
+public protocol Store<E>: Sendable {
+    /// The entity type.
+    associatedtype E: LocalEntity
+    /// Where the store keeps entities.
+    var level: StoreLevel { get }
+    /// The entity with this identifier (by local, remote or both), or nil.
+    func get(byID identifier: E.Identifier) async throws(StoreError) -> E?
+    /// The result of `query`.
+    func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E>
+    /// Writes `entities` (each merged over the stored one with `merging`), atomically for the whole list when the
+    /// store can; returns the stored entities in the order given.
+    func set(_ entities: [E]) async throws(StoreError) -> [E]
+    /// Removes the entities with these identifiers (absent ones are ignored).
+    func remove(_ identifiers: [E.Identifier]) async throws(StoreError)
+    /// Removes the entities matching `query`; returns their identifiers.
+    func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier]
+}
+
+/// A store failure.
+public enum StoreError: Error, Sendable, CustomStringConvertible {
+    /// The query is invalid.
+    case invalidQuery(QueryError)
+    /// The storage engine failed (I/O, corruption, closed store, ...).
+    case engine(LucidError)
+    /// A stored entity could not be decoded (`key` is the record's primary key, `detail` the decoder's reason).
+    case undecodableEntity(keyspace: String, key: [UInt8], detail: String)
+    /// An entity could not be encoded.
+    case unencodableEntity(String)
+    /// The store was closed.
+    case closed
+    /// Several stores failed; `current` is the last one tried.
+    indirect case composite(current: StoreError, previous: StoreError)
+
+    public var description: String {
+        switch self {
+        case .invalidQuery(let e): "\(e)"
+        case .engine(let e): "storage engine: \(e)"
+        case .undecodableEntity(let ks, let key, let detail):
+            "entity \(String(decoding: key, as: UTF8.self)) in \(ks) cannot be decoded: \(detail)"
+        case .unencodableEntity(let d): "entity cannot be encoded: \(d)"
+        case .closed: "the store is closed"
+        case .composite(let c, let p): "\(c) (after: \(p))"
+        }
+    }
+}
+
+extension StoreError {
+    /// Wraps an engine or other error thrown below a store.
+    static func wrap(_ error: any Error) -> StoreError {
+        switch error {
+        case let e as StoreError: e
+        case let e as LucidError: .engine(e)
+        case let e as QueryError: .invalidQuery(e)
+        default: .unencodableEntity("\(error)")
+        }
+    }
+}
