@@ -51,6 +51,19 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
         }
     }
 
+    /// Every entry equal to `key` under the identifier rule: the one holding its remote half, and the one holding
+    /// its local half unless both carry different remote halves. (Two entries when the same thing was
+    /// stored once by each half and never with both.)
+    public func values(matching key: Key) -> [Value] {
+        var found: [Int] = []
+        if let remote = key.remoteKey, let slot = byRemote[remote] { found.append(slot) }
+        if let local = key.localKey, let slot = byLocal[local], !found.contains(slot) {
+            let stored = slots[slot]?.key.remoteKey
+            if key.remoteKey == nil || stored == nil || stored == key.remoteKey { found.append(slot) }
+        }
+        return found.compactMap { slots[$0]?.value }
+    }
+
     /// The stored key matching `key`, with every half known for it.
     public func storedKey(for key: Key) -> Key? { slot(for: key).flatMap { slots[$0]?.key } }
 

@@ -163,7 +163,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     private func locateKeys(_ ids: [E.Identifier]) -> [[UInt8]] {
-        ids.compactMap { store.locateKey($0, in: snapshot) }
+        ids.flatMap { store.locateKeys($0, in: snapshot) }
     }
 
     /// The index condition of `index op value`, bounded to `value`'s type (values of other types never match).

@@ -72,6 +72,22 @@ public final class DiskStore<E: LocalEntity>: Store {
         return snapshot.keys(matching: query).first { !(isRemote && $0.first == 0x72 && $0 != key) }
     }
 
+    /// Every record equal to `identifier` under the identifier rule (see ``DualHashDictionary/values(matching:)``):
+    /// the one under its storage key, and for an id with both halves also a record still filed under its local
+    /// value alone.
+    func locateKeys(_ identifier: E.Identifier, in snapshot: Snapshot) -> [[UInt8]] {
+        let key = identifier.storageKey
+        guard key.first == 0x72, let local = identifier.localValue else {
+            return locateKey(identifier, in: snapshot).map { [$0] } ?? []
+        }
+        var keys: [[UInt8]] = []
+        if snapshot.contains(key, in: keyspace) { keys.append(key) }
+        let localKey = [0x6C] + Array(local.utf8)
+        if snapshot.contains(localKey, in: keyspace) { keys.append(localKey) }
+        if keys.isEmpty, let found = locateKey(identifier, in: snapshot) { keys.append(found) }
+        return keys
+    }
+
     func fetch(_ key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> E? {
         let bytes: [UInt8]?
         do { bytes = try snapshot.get(key, in: keyspace) } catch { throw .wrap(error) }
@@ -104,6 +120,13 @@ public final class DiskStore<E: LocalEntity>: Store {
             if let old = existing?.key, old != key {
                 if writes.updateValue(nil, forKey: old) == nil { order.append(old) }
                 if let previous = existing?.entity { pending.removeValue(forKey: previous.identifier) }
+            }
+            // The same entity may still be filed under its local value alone: the write folds it in.
+            if key.first == 0x72, let local = merged.identifier.localValue {
+                let localKey = [0x6C] + Array(local.utf8)
+                if localKey != existing?.key, writes[localKey] != nil || snapshot.contains(localKey, in: keyspace) {
+                    if writes.updateValue(nil, forKey: localKey) == nil { order.append(localKey) }
+                }
             }
             if writes.updateValue(merged, forKey: key) == nil { order.append(key) }
             pending[merged.identifier] = (key, merged)

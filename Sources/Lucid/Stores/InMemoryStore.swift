@@ -41,7 +41,16 @@ public final class InMemoryStore<E: LocalEntity>: Store {
         }
 
         mutating func insert(_ entity: E) -> E {
-            if let i = index[entity.identifier], let stored = nodes[i]?.entity {
+            let matches = index.values(matching: entity.identifier)
+            // The same thing stored once under each half: the write folds both into the remote one.
+            for j in matches.dropFirst() {
+                guard let other = nodes[j]?.entity else { continue }
+                index.removeValue(forKey: other.identifier)
+                unlink(j)
+                nodes[j] = nil
+                free.append(j)
+            }
+            if let i = matches.first, let stored = nodes[i]?.entity {
                 let merged = EntityMerging.merge(stored: stored, written: entity)
                 nodes[i]!.entity = merged
                 index[merged.identifier] = i
@@ -100,10 +109,11 @@ public final class InMemoryStore<E: LocalEntity>: Store {
         if let ids = query.identifiers, query.filter.map(Self.isPureIdentifierFilter) == true {
             // Id lookups: no scan.
             let found = state.withLock { s in
-                ids.compactMap { id -> E? in
-                    guard let i = s.index[id] else { return nil }
-                    s.touch(i)
-                    return s.nodes[i]?.entity
+                ids.flatMap { id -> [E] in
+                    s.index.values(matching: id).compactMap { i in
+                        s.touch(i)
+                        return s.nodes[i]?.entity
+                    }
                 }
             }
             return evaluator.result(fromMatching: Self.dedup(found))
