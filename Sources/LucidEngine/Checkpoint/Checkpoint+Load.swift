@@ -16,6 +16,9 @@ enum CheckpointLoader {
             guard size >= UInt64(Format.checkpointTrailerLength + 8), size <= UInt64(Int.max / 2) else {
                 return .failure(Rejection("checkpoint of \(size) bytes"))
             }
+            if let mappable = handle as? MappableFileHandle {
+                return try mappable.withMappedBytes(count: Int(size)) { decode($0) }
+            }
             let bytes = try handle.read(at: 0, count: Int(size))
             guard bytes.count == Int(size) else { return .failure(Rejection("short read")) }
             return bytes.withUnsafeBytes { decode($0) }
