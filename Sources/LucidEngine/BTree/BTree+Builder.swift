@@ -25,7 +25,8 @@ extension BTree {
             // so the current leaf is empty only before the first entry).
             if current.keyCount > 0 && !current.lastKeyPrecedes(key) { return false }
             let cost = BTreeLayout.entryCost(keyLength: key.count)
-            if current.keyCount > 0 && (current.keyCount >= Self.leafEntryTarget || current.load + cost > Self.leafTarget) {
+            if current.keyCount > 0
+                && (current.keyCount >= Self.leafEntryTarget || current.load + cost > Self.leafTarget) {
                 sealLeaf()
             }
             if current.keyCount == 0 {

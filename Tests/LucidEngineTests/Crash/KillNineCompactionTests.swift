@@ -26,7 +26,8 @@ struct KillNineCompactionTests {
         var description: String {
             "child: \(seals) seals, \(compactions) compactions (\(partial) not from the log start), "
                 + "\(tombstonesKept) deletions kept, \(skipped) refused, \(automatic) automatic started; "
-                + "parent: \(orphansRemoved) leftover files removed on reopen, \(scanOpens) opens without the checkpoint"
+                + "parent: \(orphansRemoved) leftover files removed on reopen, \(scanOpens) opens without the "
+                + "checkpoint"
         }
 
         mutating func count(_ run: KillNineTests.ChildRun) {
