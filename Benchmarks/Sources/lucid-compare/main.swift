@@ -10,7 +10,7 @@ import Glibc
 
 let usage = """
     usage: lucid-compare [--records N] [--quick] [--json] [--dir DIR] [--engines a,b,...] [--commits N]
-                         [--queries N]
+                         [--queries N] [--workloads a,b,...]
 
       --records N    records to load (default 1,000,000; --quick: 100,000)
       --quick        smoke-test sizes: 100k records, 1,000 durable commits, 2,000 index queries
@@ -19,6 +19,8 @@ let usage = """
       --engines L    comma-separated subset of: \(EngineKind.allCases.map(\.rawValue).joined(separator: ","))
       --commits N    single-record durable commits per commit workload (default 10,000; --quick: 1,000)
       --queries N    queries per secondary-index workload (default 10,000; --quick: 2,000)
+      --workloads L  comma-separated subset of the workloads to report; only the phases they need run (e.g.
+                     reopen_ms: the random-key load, then the read phase)
     """
 
 struct Options {
@@ -27,6 +29,8 @@ struct Options {
     var json = false
     var directory: String?
     var engines = EngineKind.allCases
+    /// Workloads to report (nil: all).
+    var workloads: Set<String>?
     var commits: Int?
     var queries: Int?
     var fdatasyncOps: Int?
@@ -68,6 +72,13 @@ struct Options {
                     }
                     return kind
                 }
+            case "--workloads":
+                let names = try value(argument).split(separator: ",").map(String.init)
+                for name in names where !workloadInfos.contains(where: { $0.name == name }) {
+                    throw BenchError.failed("unknown workload \(name); one of: "
+                                            + workloadInfos.map(\.name).joined(separator: ", "))
+                }
+                options.workloads = Set(names)
             case "--engine":
                 let name = try value(argument)
                 guard let kind = EngineKind(rawValue: name) else { throw BenchError.failed("unknown engine \(name)") }
@@ -122,6 +133,23 @@ func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSi
     return results
 }
 
+/// The phases that measure `workloads` (and those they depend on: the read and compaction phases use the store
+/// the random-key load leaves).
+func phasesNeeded(_ workloads: Set<String>) -> Set<String> {
+    var phases = Set<String>()
+    for workload in workloads {
+        switch workload {
+        case "fdatasync_4k": phases.insert("fdatasync")
+        case "load_seq": phases.insert("load_seq")
+        case "load_random", "size_after_load_bytes", "memory_per_record_bytes": phases.insert("load_random")
+        case "size_after_compaction_bytes": phases.formUnion(["load_random", "compact"])
+        case "commit_single", "commit_8_writers": phases.insert("commit")
+        default: phases.formUnion(["load_random", "read"])   // get_random, scan, reopen_ms, index_eq, index_range
+        }
+    }
+    return phases
+}
+
 func runParent(_ options: Options) -> Int32 {
     let size = options.size
     let parent = options.directory ?? "/tmp"
@@ -151,11 +179,13 @@ func runParent(_ options: Options) -> Int32 {
         }
         log(String(format: "  %.1f s", now() - t0))
     }
-    phase("fdatasync", nil)
+    let phases = options.workloads.map(phasesNeeded) ?? Set(["fdatasync"] + enginePhases)
+    if phases.contains("fdatasync") { phase("fdatasync", nil) }
     for engine in options.engines {
-        for name in enginePhases { phase(name, engine) }
+        for name in enginePhases where phases.contains(name) { phase(name, engine) }
     }
     log(String(format: "total %.1f s", now() - started))
+    if let wanted = options.workloads { results.removeAll { !wanted.contains($0.workload) } }
 
     let report = Report(records: size.records, machine: machine, results: results, context: context,
                         engines: options.engines, size: size)

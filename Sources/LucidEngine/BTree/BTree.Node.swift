@@ -348,8 +348,12 @@ extension BTree.Node {
         }
         keyHeads.removeAll(keepingCapacity: true)
         keyHeads.reserveCapacity(count)
-        for i in 0 ..< count {
-            keyHeads.append(withKey(at: i) { BTreeLayout.head(of: $0, from: length) })
+        keyEnds.withUnsafeBufferPointer { ends in
+            keyBytes.withUnsafeBytes { bytes in
+                for i in 0 ..< count {
+                    keyHeads.append(BTreeLayout.head(of: Self.key(i, ends, bytes), from: length))
+                }
+            }
         }
     }
 }

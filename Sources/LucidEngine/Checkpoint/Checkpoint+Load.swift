@@ -16,6 +16,9 @@ enum CheckpointLoader {
             guard size >= UInt64(Format.checkpointTrailerLength + 8), size <= UInt64(Int.max / 2) else {
                 return .failure(Rejection("checkpoint of \(size) bytes"))
             }
+            if let mappable = handle as? MappableFileHandle {
+                return try mappable.withMappedBytes(count: Int(size)) { decode($0) }
+            }
             let bytes = try handle.read(at: 0, count: Int(size))
             guard bytes.count == Int(size) else { return .failure(Rejection("short read")) }
             return bytes.withUnsafeBytes { decode($0) }
@@ -60,14 +63,18 @@ enum CheckpointLoader {
                 return .failure(Rejection("malformed keyspace"))
             }
             var builder = BTree<RecordLocation>.Builder()
+            // Consecutive entries mostly share a segment: look the id up only when it changes.
+            var knownSegment: UInt64 = .max
             for _ in 0..<count {
                 guard let keyLength = r.length(max: Format.maxKeyLength), let key = r.slice(keyLength),
-                      let segment = r.varint(), segment <= UInt64(UInt32.max), segmentIds.contains(UInt32(segment)),
+                      let segment = r.varint(), segment <= UInt64(UInt32.max),
+                      segment == knownSegment || segmentIds.contains(UInt32(segment)),
                       let pageOffset = r.varint(), pageOffset <= UInt64(UInt32.max),
                       let valueOffset = r.varint(), valueOffset <= UInt64(Format.maxRawPageLength),
                       let valueLength = r.varint(), valueLength <= UInt64(Format.maxValueLength),
                       let flags = r.u8(), flags <= 1, let sequence = r.varint(), sequence <= lastSequence
                 else { return .failure(Rejection("malformed primary entry")) }
+                knownSegment = segment
                 let location = RecordLocation(segment: UInt32(segment), pageOffset: UInt32(pageOffset),
                                               valueOffset: UInt32(valueOffset), valueLength: UInt32(valueLength),
                                               hasTerms: flags == 1, sequence: sequence)

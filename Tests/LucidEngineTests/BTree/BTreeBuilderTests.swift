@@ -53,5 +53,20 @@ struct BTreeBuilderTests {
         let results = [builder.append([2], 0), builder.append([2], 1), builder.append([1], 1), builder.append([3], 1)]
         #expect(results == [true, false, false, true])
         #expect(builder.build().count == 2)
+
+        // Around leaf boundaries too: the entry that seals a full leaf is checked against its last key.
+        var long = BTree<Int>.Builder()
+        var refused: [Int] = []
+        for i in 0..<400 {
+            let key = Array(String(format: "key-%05d", i).utf8)
+            if !long.append(key, i) { refused.append(i) }
+            for j in [i - 1, i] where i % 28 == 0 && j >= 0 {
+                if long.append(Array(String(format: "key-%05d", j).utf8), -1) { refused.append(-j - 1) }
+            }
+        }
+        #expect(refused.isEmpty, "accepted or refused wrongly: \(refused)")
+        let tree = long.build()
+        #expect(tree.count == 400)
+        tree.checkInvariants()
     }
 }

@@ -113,8 +113,12 @@ struct KillNineTests {
     /// Rebuilds what the child was told from its output, reopens the store and checks it: state == the model
     /// after the last ACK, or after the one BEGIN without ACK; verify clean; a second open changes nothing.
     /// Advances `model` and `sequence` to the recovered state. Returns the failures.
+    ///
+    /// `extraChecks`, when given, runs on both opens with the engine and the state it shows, and returns more
+    /// failures; the second open must then also show the very same state.
     static func checkRound(_ run: ChildRun, directory: String, model: inout CrashModel, sequence: inout UInt64,
-                           stats: inout RoundStats, context: String) throws -> [String] {
+                           stats: inout RoundStats, context: String,
+                           extraChecks: ((Engine, CrashModel) throws -> [String])? = nil) throws -> [String] {
         var failures: [String] = []
         var acknowledged = model
         var acknowledgedSequence = sequence
@@ -170,6 +174,7 @@ struct KillNineTests {
             }
             let report = try engine.verify()
             if !report.ok { failures.append("verify: \(report.problems)") }
+            if let extraChecks { failures += try extraChecks(engine, state) }
             try engine.close()
 
             // A second open finds nothing to do.
@@ -178,6 +183,11 @@ struct KillNineTests {
             if again.recoveryReport.droppedBytes != 0 || !again.recoveryReport.removedFiles.isEmpty
                 || again.statistics.lastSequence != recovered {
                 failures.append("the second open changed the store: \(again.recoveryReport)")
+            }
+            if let extraChecks {
+                let second = try crashReadModel(again)
+                if second != state { failures.append("the second open shows \(second.difference(from: state))") }
+                failures += try extraChecks(again, second).map { "second open: " + $0 }
             }
             try again.close()
             model = state
@@ -199,11 +209,11 @@ struct KillNineTests {
 
     /// Starts the child, reads its output concurrently, SIGKILLs it after `killAfterMilliseconds`, and returns
     /// every complete line it wrote (read to EOF, so lines still in the pipe are included).
-    static func runChild(_ executable: URL, directory: String, seed: UInt64,
+    static func runChild(_ executable: URL, directory: String, seed: UInt64, mode: String? = nil,
                          killAfterMilliseconds: Int) throws -> ChildRun {
         let process = Process()
         process.executableURL = executable
-        process.arguments = [directory, String(seed)]
+        process.arguments = [directory, String(seed)] + (mode.map { [$0] } ?? [])
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
