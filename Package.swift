@@ -13,9 +13,11 @@ let package = Package(
         .library(name: "LucidEngine", targets: ["LucidEngine"]),
         .library(name: "LucidEngineTestSupport", targets: ["LucidEngineTestSupport"]),
         .executable(name: "lucid-demo", targets: ["lucid-demo"]),
+        .executable(name: "lucidctl", targets: ["lucidctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // Debian's liblz4 (block API only). Never appears in a public API.
@@ -40,10 +42,24 @@ let package = Package(
         .executableTarget(name: "lucid-demo", dependencies: ["LucidEngine"]),
         // Child process for the kill -9 crash tests.
         .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine", "LucidEngineTestSupport"]),
+        // The command-line tool (stats, verify, compact, dump, import, recover).
+        .executableTarget(
+            name: "lucidctl",
+            dependencies: [
+                "LucidEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "LucidEngineTests",
             dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],
             swiftSettings: internalChecks
+        ),
+        // Runs the built lucidctl binary (depending on it makes `swift build` build it first).
+        .testTarget(
+            name: "LucidctlTests",
+            dependencies: ["lucidctl", "LucidEngine", "LucidEngineTestSupport"]
         ),
     ]
 )
