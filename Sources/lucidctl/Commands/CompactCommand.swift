@@ -40,7 +40,7 @@ struct CompactCommand: ParsableCommand {
             after = try engine.storeStatistics()
             try engine.close()
         } catch {
-            progress.finish()
+            progress.abandon()
             throw StoreAccess.failure(error, store: directory)
         }
         let seconds = Double(summary.duration.components.seconds) + Double(summary.duration.components.attoseconds) / 1e18

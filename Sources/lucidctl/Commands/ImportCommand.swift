@@ -101,7 +101,7 @@ struct ImportCommand: ParsableCommand {
             do {
                 line = try reader.next()
             } catch {
-                progress.finish()
+                progress.abandon()
                 throw CommandFailure(.badInput, "\(source): \(error.message) (after line \(lineNumber))")
             }
             guard let line else { break }
@@ -111,7 +111,7 @@ struct ImportCommand: ParsableCommand {
             do {
                 record = try RecordLine.decode(line, keyspace: keyspace)
             } catch {
-                progress.finish()
+                progress.abandon()
                 let kept = committed.batches == 0
                     ? "nothing was committed"
                     : "the \(committed.batches) batches before it (\(committed.records) records, through line "
@@ -129,10 +129,10 @@ struct ImportCommand: ParsableCommand {
                 pendingBytes += record.key.count
             }
             if pending.count >= batch || pendingBytes >= Self.maxBatchBytes {
-                do { try commitPending() } catch { progress.finish(); throw error }
+                do { try commitPending() } catch { progress.abandon(); throw error }
             }
         }
-        do { try commitPending() } catch { progress.finish(); throw error }
+        do { try commitPending() } catch { progress.abandon(); throw error }
         progress.finish()
         do {
             try engine.close()

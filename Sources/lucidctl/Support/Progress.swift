@@ -68,6 +68,16 @@ final class ProgressReporter: Sendable {
         if let line { Console.write(Array(line.utf8), to: STDERR_FILENO) }
     }
 
+    /// Stops reporting after a failure: ends a drawn bar's line, prints nothing else (the error follows).
+    func abandon() {
+        let line: String? = state.withLock { s in
+            guard !s.finished else { return nil }
+            s.finished = true
+            return s.drewBar ? "\n" : nil
+        }
+        if let line { Console.write(Array(line.utf8), to: STDERR_FILENO) }
+    }
+
     private func barText(fraction: Double?, done: UInt64, total: UInt64?, detail: String) -> String {
         let width = 30
         guard let fraction else { return "\(label): \(Console.bytes(done))  \(detail)" }
