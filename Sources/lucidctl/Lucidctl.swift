@@ -1,7 +1,4 @@
 import ArgumentParser
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `lucidctl`: the command-line tool for LucidEngine stores. The root holds only the configuration and the exit
 /// code mapping; each subcommand lives in `Commands/<Name>Command.swift`.
@@ -53,7 +50,7 @@ struct Lucidctl: ParsableCommand {
                 status = ExitStatus.badInput.rawValue
             }
         }
-        Glibc.exit(status)
+        Console.terminate(status)
     }
 }
 

@@ -128,6 +128,10 @@ struct ImportCommand: ParsableCommand {
                 pending.delete(record.key, in: record.keyspace)
                 pendingBytes += record.key.count
             }
+            if lineNumber % 256 == 0 {
+                progress.update(done: reader.bytesConsumed, total: total,
+                                detail: "\(committed.records) records, \(committed.batches) batches")
+            }
             if pending.count >= batch || pendingBytes >= Self.maxBatchBytes {
                 do { try commitPending() } catch { progress.abandon(); throw error }
             }

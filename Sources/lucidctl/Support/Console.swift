@@ -14,7 +14,7 @@ enum Console {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                let n = systemWrite(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
                     return
@@ -23,6 +23,9 @@ enum Console {
             }
         }
     }
+
+    /// Ends the process with `status` (standard output is unbuffered, so nothing is lost).
+    static func terminate(_ status: Int32) -> Never { exit(status) }
 
     /// Prints a line to standard output.
     static func out(_ line: String) { write(Array((line + "\n").utf8), to: STDOUT_FILENO) }
@@ -60,6 +63,11 @@ enum Console {
         }
         return text
     }
+}
+
+/// `write(2)`, under a name that no type's `write` method shadows.
+private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, bytes, count)
 }
 
 /// A buffered writer for large outputs (`dump`): flushes every 64 KiB and on ``flush()``.
