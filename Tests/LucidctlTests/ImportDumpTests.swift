@@ -174,4 +174,23 @@ struct ImportDumpTests {
             #expect(missing.stderr.contains("nope.jsonl: cannot open"))
         }
     }
+
+    @Test("relative store paths, an empty input, and a UTF-8 byte order mark")
+    func relativePathsAndEdges() throws {
+        try CLI.withTemporaryDirectory { dir in
+            let empty = try CLI.run(["import", "store", "-"], in: dir)
+            #expect(empty.status == 0, "\(empty)")
+            #expect(empty.stdout.contains("imported 0 records"))
+            #expect(try CLI.run(["stats", "store"], in: dir).status == 0)
+            let bom = [0xEF, 0xBB, 0xBF] + Array(#"{"keyspace":"k","key":"a","value":1}"#.utf8) + [0x0D, 0x0A]
+            let run = try CLI.run(["import", "store", "-"], stdin: bom, in: dir)
+            #expect(run.status == 0, "\(run)")
+            #expect(try CLI.run(["dump", "store"], in: dir).stdout == #"{"keyspace":"k","key":"a","value":1}"# + "\n")
+            let recover = try CLI.run(["recover", "store", "--out", "copy"], in: dir)
+            #expect(recover.status == 0, "\(recover)")
+            let inside = try CLI.run(["recover", ".", "--out", "again"], in: dir + "/store")
+            #expect(inside.status == 1, "\(inside)")
+            #expect(inside.stderr.contains("--out must be outside the source store"))
+        }
+    }
 }

@@ -60,9 +60,9 @@ enum CLI {
 
     // MARK: Running it
 
-    /// Runs `lucidctl arguments` to completion with `stdin` as its standard input (empty when nil); output is
-    /// collected through files, so nothing can block on a full pipe.
-    static func run(_ arguments: [String], stdin: [UInt8]? = nil) throws -> Run {
+    /// Runs `lucidctl arguments` to completion (in `directory` when given) with `stdin` as its standard input
+    /// (empty when nil); output is collected through files, so nothing can block on a full pipe.
+    static func run(_ arguments: [String], stdin: [UInt8]? = nil, in directory: String? = nil) throws -> Run {
         let binary = try #require(executable, "lucidctl not found next to the test binary")
         let scratch = try CorruptionHelpers.makeTemporaryDirectory(prefix: "lucidctl-run")
         defer { try? CorruptionHelpers.removeDirectory(scratch) }
@@ -73,6 +73,7 @@ enum CLI {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))

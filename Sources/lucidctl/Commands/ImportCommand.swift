@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import LucidEngine
 #if canImport(Glibc)
 import Glibc
@@ -57,8 +56,8 @@ struct ImportCommand: ParsableCommand {
         case .otherFiles:
             throw CommandFailure(.noStore, "\(directory): not a store, and not empty: refusing to create a store there")
         }
-        let parent = (directory as NSString).deletingLastPathComponent
-        if StoreAccess.kind(of: directory) == .missing, !parent.isEmpty, StoreAccess.kind(of: parent) == .missing {
+        let parent = StoreAccess.parent(of: directory)
+        if StoreAccess.kind(of: directory) == .missing, StoreAccess.kind(of: parent) == .missing {
             throw CommandFailure(.noStore, "\(parent): no such directory")
         }
         let engine = try StoreAccess.openForWriting(directory, create: true)
@@ -104,8 +103,9 @@ struct ImportCommand: ParsableCommand {
                 progress.abandon()
                 throw CommandFailure(.badInput, "\(source): \(error.message) (after line \(lineNumber))")
             }
-            guard let line else { break }
+            guard var line else { break }
             lineNumber += 1
+            if lineNumber == 1 && line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }  // a UTF-8 BOM
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             let record: RecordLine
             do {
@@ -137,6 +137,8 @@ struct ImportCommand: ParsableCommand {
             }
         }
         do { try commitPending() } catch { progress.abandon(); throw error }
+        progress.update(done: reader.bytesConsumed, total: total,
+                        detail: "\(committed.records) records, \(committed.batches) batches")
         progress.finish()
         do {
             try engine.close()

@@ -14,6 +14,7 @@ final class ProgressReporter: Sendable {
         var done: UInt64 = 0
         var total: UInt64?
         var detail = ""
+        var updated = false
     }
 
     private let label: String
@@ -32,7 +33,7 @@ final class ProgressReporter: Sendable {
         let now = clock.now
         let line: String? = state.withLock { s in
             guard !s.finished else { return nil }
-            (s.done, s.total, s.detail) = (done, total, detail)
+            (s.done, s.total, s.detail, s.updated) = (done, total, detail, true)
             let fraction = total.flatMap { $0 > 0 ? min(1, Double(done) / Double($0)) : nil }
             if interactive {
                 if let last = s.lastDraw, now - last < .milliseconds(100) { return nil }
@@ -54,11 +55,13 @@ final class ProgressReporter: Sendable {
         if let line { Console.write(Array(line.utf8), to: STDERR_FILENO) }
     }
 
-    /// Completes the bar (or prints the last plain line) with the last values reported.
+    /// Completes the bar (or prints the last plain line) with the last values reported; prints nothing when
+    /// nothing was reported.
     func finish() {
         let line: String? = state.withLock { s in
             guard !s.finished else { return nil }
             s.finished = true
+            guard s.updated else { return nil }
             let (done, total, detail) = (s.done, s.total, s.detail)
             if interactive {
                 return "\r" + barText(fraction: 1, done: done, total: total ?? done, detail: detail) + "\u{1B}[K\n"

@@ -25,6 +25,14 @@ enum StoreAccess {
         return names.contains(where: isStoreFile) ? .store : .otherFiles
     }
 
+    /// The directory holding `path`: `.` for a bare name, `/` for a top-level one (trailing slashes ignored).
+    static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
     /// `MANIFEST-0`, `MANIFEST-1` or a segment (`NNNNNNNNNNNNNNNN.seg`, 16 hex digits): docs/FORMAT.md.
     static func isStoreFile(_ name: String) -> Bool {
         if name == "MANIFEST-0" || name == "MANIFEST-1" { return true }
