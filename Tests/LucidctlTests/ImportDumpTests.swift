@@ -27,7 +27,7 @@ struct ImportDumpTests {
             let store = dir + "/store"
             let run = try CLI.run(["import", store, "-"], stdin: Array(Self.input.utf8))
             #expect(run.status == 0, "\(run)")
-            #expect(run.stdout.contains("imported 10 records (9 puts, 1 deletes) in 1 batches from 11 lines"), "\(run)")
+            #expect(run.stdout.contains("imported 10 records (9 puts, 1 delete) in 1 batch from 11 lines"), "\(run)")
             #expect(run.stderr.contains("importing"), "progress on stderr: \(run)")
 
             let contents = try CLI.contents(store)
@@ -127,7 +127,7 @@ struct ImportDumpTests {
             let run = try CLI.run(["import", store, "-", "--batch", "3"], stdin: Array(lines.joined(separator: "\n").utf8))
             #expect(run.status == 1, "\(run)")
             #expect(run.stderr.contains("lucidctl: stdin:5: invalid JSON"), "\(run)")
-            #expect(run.stderr.contains("the 1 batches before it (3 records, through line 3) stay committed"), "\(run)")
+            #expect(run.stderr.contains("the 1 batch before it (3 records, through line 3) stays committed"), "\(run)")
             let keys = try CLI.contents(store)["k"].map { $0.keys.map { String(decoding: $0, as: UTF8.self) }.sorted() }
             #expect(keys == ["1", "2", "3"])
         }

@@ -34,7 +34,7 @@ struct CompactCommand: ParsableCommand {
             before = try engine.storeStatistics()
             try engine.sealActiveSegment()
             summary = try engine.compactAndWait(CompactionOptions(progress: { p in
-                progress.update(done: p.bytesDone, total: p.bytesTotal, detail: "\(p.recordsMoved) records")
+                progress.update(done: p.bytesDone, total: p.bytesTotal, detail: Console.count(p.recordsMoved, "record"))
             }))
             progress.finish()
             after = try engine.storeStatistics()

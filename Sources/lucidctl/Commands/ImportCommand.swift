@@ -81,7 +81,8 @@ struct ImportCommand: ParsableCommand {
                 let failure = StoreAccess.failure(error, store: directory)
                 throw CommandFailure(failure.status, (failure.message ?? "commit failed")
                     + "; lines \(firstPendingLine)-\(lineNumber) were not committed, "
-                    + "\(committed.records) records in \(committed.batches) batches before them were")
+                    + "\(Console.count(committed.records, "record")) in \(Console.count(committed.batches, "batch", "batches")) "
+                    + "before them were")
             }
             committed.records += pending.count
             committed.puts += pendingPuts
@@ -92,7 +93,7 @@ struct ImportCommand: ParsableCommand {
             pendingBytes = 0
             pendingPuts = 0
             progress.update(done: reader.bytesConsumed, total: total,
-                            detail: "\(committed.records) records, \(committed.batches) batches")
+                            detail: Self.progressDetail(committed.records, committed.batches))
         }
 
         while true {
@@ -114,9 +115,10 @@ struct ImportCommand: ParsableCommand {
                 progress.abandon()
                 let kept = committed.batches == 0
                     ? "nothing was committed"
-                    : "the \(committed.batches) batches before it (\(committed.records) records, through line "
-                        + "\(committed.throughLine)) stay committed"
-                let lost = pending.isEmpty ? "" : "; its batch (from line \(firstPendingLine)) was not committed"
+                    : "the \(Console.count(committed.batches, "batch", "batches")) before it "
+                        + "(\(Console.count(committed.records, "record")), through line "
+                        + "\(committed.throughLine)) \(committed.batches == 1 ? "stays" : "stay") committed"
+                let lost = pending.isEmpty ? "" : "; its batch (from line \(firstPendingLine) on) was not committed"
                 throw CommandFailure(.badInput, "\(source):\(lineNumber): \(error.message); \(kept)\(lost)")
             }
             if pending.isEmpty { firstPendingLine = lineNumber }
@@ -130,7 +132,7 @@ struct ImportCommand: ParsableCommand {
             }
             if lineNumber % 256 == 0 {
                 progress.update(done: reader.bytesConsumed, total: total,
-                                detail: "\(committed.records) records, \(committed.batches) batches")
+                                detail: Self.progressDetail(committed.records, committed.batches))
             }
             if pending.count >= batch || pendingBytes >= Self.maxBatchBytes {
                 do { try commitPending() } catch { progress.abandon(); throw error }
@@ -138,15 +140,20 @@ struct ImportCommand: ParsableCommand {
         }
         do { try commitPending() } catch { progress.abandon(); throw error }
         progress.update(done: reader.bytesConsumed, total: total,
-                        detail: "\(committed.records) records, \(committed.batches) batches")
+                        detail: Self.progressDetail(committed.records, committed.batches))
         progress.finish()
         do {
             try engine.close()
         } catch {
             throw StoreAccess.failure(error, store: directory)
         }
-        Console.out("imported \(committed.records) records (\(committed.puts) puts, \(committed.deletes) deletes) "
-                    + "in \(committed.batches) batches from \(lineNumber) lines of \(source) into \(directory)")
+        Console.out("imported \(Console.count(committed.records, "record")) (\(Console.count(committed.puts, "put")), "
+                    + "\(Console.count(committed.deletes, "delete"))) in \(Console.count(committed.batches, "batch", "batches")) "
+                    + "from \(Console.count(lineNumber, "line")) of \(source) into \(directory)")
+    }
+
+    private static func progressDetail(_ records: Int, _ batches: Int) -> String {
+        "\(Console.count(records, "record")), \(Console.count(batches, "batch", "batches"))"
     }
 
     /// The input's descriptor and size (nil for stdin or a pipe). A missing file is bad input (exit 1).

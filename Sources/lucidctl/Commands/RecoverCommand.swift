@@ -38,6 +38,10 @@ struct RecoverCommand: ParsableCommand {
         case .notADirectory: throw CommandFailure(.badInput, "--out \(out): not a directory")
         case .store, .otherFiles: throw CommandFailure(.badInput, "--out \(out): not empty (recover writes a new store)")
         }
+        let parent = StoreAccess.parent(of: out)
+        if StoreAccess.kind(of: out) == .missing, StoreAccess.kind(of: parent) == .missing {
+            throw CommandFailure(.badInput, "--out \(out): no such directory: \(parent)")
+        }
         let report: SalvageReport
         do {
             report = try Engine.salvage(from: directory, to: out, options: StoreAccess.baseOptions())
@@ -71,7 +75,7 @@ struct RecoverCommand: ParsableCommand {
             ]).rendered)
         } else {
             Console.out("recovered \(directory) into \(out)")
-            Console.out("  commit groups copied: \(report.groupsCopied) (\(report.recordsCopied) records)")
+            Console.out("  commit groups copied: \(report.groupsCopied) (\(Console.count(report.recordsCopied, "record")))")
             Console.out("  commit groups lost:   \(report.groupsLost)")
             if report.damagedRanges.isEmpty {
                 Console.out("  damaged ranges:       none")
@@ -81,8 +85,9 @@ struct RecoverCommand: ParsableCommand {
                     Console.out("    \(range.file) at offset \(range.offset): \(range.length) bytes")
                 }
             }
-            Console.out("  new store:            \(liveKeys) live keys in \(keyspaces.count) keyspaces, "
-                        + (verified.ok ? "verify ok" : "verify found \(verified.problems.count) problems"))
+            Console.out("  new store:            \(Console.count(liveKeys, "live key")) in "
+                        + "\(Console.count(keyspaces.count, "keyspace")), "
+                        + (verified.ok ? "verify ok" : "verify found \(Console.count(verified.problems.count, "problem"))"))
         }
         if !verified.ok {
             for problem in verified.problems { Console.err("lucidctl: \(out): \(problem)") }

@@ -85,9 +85,9 @@ struct StatsCommand: ParsableCommand {
             "keyspaces:          \(stats.keyspaces.count)",
         ]
         for keyspace in stats.keyspaces {
-            lines.append("  \(keyspace.name): \(keyspace.records) records")
+            lines.append("  \(keyspace.name): \(Console.count(keyspace.records, "record"))")
             for index in keyspace.indexes {
-                lines.append("    index \(index.name): \(index.entries) entries")
+                lines.append("    index \(index.name): \(Console.count(index.entries, "entry", "entries"))")
             }
         }
         lines.append("")

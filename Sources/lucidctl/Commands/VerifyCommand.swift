@@ -61,8 +61,9 @@ struct VerifyCommand: ParsableCommand {
                 ("bytes", report.map { .uint($0.bytes) } ?? .null),
             ]).rendered)
         } else if problems.isEmpty, let report {
-            Console.out("ok: \(report.segments) segments, \(report.pages) pages, \(report.records) records, "
-                        + "\(report.liveKeys) live keys, \(Console.bytes(report.bytes)) checked")
+            Console.out("ok: \(Console.count(report.segments, "segment")), \(Console.count(report.pages, "page")), "
+                        + "\(Console.count(report.records, "record")), \(Console.count(report.liveKeys, "live key")), "
+                        + "\(Console.bytes(report.bytes)) checked")
         } else {
             for p in problems {
                 Console.out("\(p.file):\(p.offset.map(String.init) ?? "-"): \(p.kind): \(p.detail)")
@@ -70,7 +71,7 @@ struct VerifyCommand: ParsableCommand {
         }
         if !problems.isEmpty {
             if !output.json {
-                Console.err("lucidctl: \(directory): \(problems.count) problem\(problems.count == 1 ? "" : "s") found; "
+                Console.err("lucidctl: \(directory): \(Console.count(problems.count, "problem")) found; "
                             + "`lucidctl recover \(directory) --out NEWDIR` copies what verifies")
             }
             throw CommandFailure(.corruption, nil)

@@ -36,6 +36,11 @@ enum Console {
     /// True when standard error is a terminal (progress bars instead of progress lines).
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 
+    /// `1 record`, `2 records`: a count with its noun (`plural` defaults to the singular + "s").
+    static func count(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(n) " + (n == 1 ? singular : plural ?? singular + "s")
+    }
+
     /// `12.3 MiB`, `512 B`: binary units, one decimal.
     static func bytes(_ count: UInt64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
