@@ -19,6 +19,11 @@ struct UsageTests {
         let sub = try CLI.run(["import", "--help"])
         #expect(sub.status == 0)
         #expect(sub.stdout.contains("--batch"))
+        for command in ["stats", "verify", "compact", "dump", "import", "recover"] {
+            let help = try CLI.run([command, "--help"])
+            #expect(help.status == 0)
+            #expect(help.stdout.contains("3  store locked by another process"), "\(command) --help lacks the exit codes")
+        }
     }
 
     @Test("usage errors exit 1 with a message and no stack trace", arguments: [

@@ -12,6 +12,8 @@ struct CompactCommand: ParsableCommand {
             write is the commit point). Progress goes to standard error: a bar on a terminal, a line per tenth \
             otherwise. The summary (size before and after, records moved, time) goes to standard output. \
             --dry-run opens the store read-only and lists the live and dead bytes of each segment instead.
+
+            \(Lucidctl.exitCodes)
             """
     )
 

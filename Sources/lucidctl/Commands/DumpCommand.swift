@@ -17,6 +17,8 @@ struct DumpCommand: ParsableCommand {
             terms: integers as 4, doubles always with a point or exponent (4.0, 4.5), typed objects for the rest: \
             {"date":"2024-05-01T12:00:00.000000Z"}, {"identifier":"..."} or {"identifier_base64":"..."}, \
             {"double":"nan"|"inf"|"-inf"}. Opens the store read-only (strict recovery).
+
+            \(Lucidctl.exitCodes)
             """
     )
 

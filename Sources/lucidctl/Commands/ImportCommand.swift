@@ -22,6 +22,8 @@ struct ImportCommand: ParsableCommand {
             with its line number (exit 1): every batch before it stays committed, the batch holding it is not. \
             Creates the store when the directory is missing or empty; refuses a non-empty directory that is not \
             a store (exit 4). dump then import round-trips a store.
+
+            \(Lucidctl.exitCodes)
             """
     )
 

@@ -15,6 +15,8 @@ struct RecoverCommand: ParsableCommand {
             copied and lost and every damaged byte range, then verifies the new store. Exits 0 once the new \
             store is written and verifies, whatever was lost (the report says what); the --out directory must \
             be missing or empty.
+
+            \(Lucidctl.exitCodes)
             """
     )
 

@@ -10,6 +10,8 @@ struct StatsCommand: ParsableCommand {
         discussion: """
             Opens the store read-only (strict recovery) and changes nothing. Live bytes are estimated per page \
             from the share of its records that are current.
+
+            \(Lucidctl.exitCodes)
             """
     )
 

@@ -11,6 +11,8 @@ struct VerifyCommand: ParsableCommand {
             problem, `FILE:OFFSET: KIND: DETAIL` (KIND is corruption, missing_or_wrong_length, index_mismatch or \
             io), and exits 2; a store that does not even open (damage found by recovery, a torn tail) is one \
             problem. Exits 0 with a summary line when the store is clean.
+
+            \(Lucidctl.exitCodes)
             """
     )
 
