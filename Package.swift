@@ -14,9 +14,11 @@ let package = Package(
         .library(name: "LucidEngineTestSupport", targets: ["LucidEngineTestSupport"]),
         .library(name: "Lucid", targets: ["Lucid"]),
         .executable(name: "lucid-demo", targets: ["lucid-demo"]),
+        .executable(name: "lucidctl", targets: ["lucidctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // Debian's liblz4 (block API only). Never appears in a public API.
@@ -43,11 +45,25 @@ let package = Package(
         .executableTarget(name: "lucid-demo", dependencies: ["Lucid", "LucidEngine"]),
         // Child process for the kill -9 crash tests.
         .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine", "LucidEngineTestSupport"]),
+        // The command-line tool (stats, verify, compact, dump, import, recover).
+        .executableTarget(
+            name: "lucidctl",
+            dependencies: [
+                "LucidEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "LucidEngineTests",
             dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],
             swiftSettings: internalChecks
         ),
         .testTarget(name: "LucidTests", dependencies: ["Lucid", "LucidEngine"]),
+        // Runs the built lucidctl binary (depending on it makes `swift build` build it first).
+        .testTarget(
+            name: "LucidctlTests",
+            dependencies: ["lucidctl", "LucidEngine", "LucidEngineTestSupport"]
+        ),
     ]
 )

@@ -153,7 +153,7 @@ final class EngineCore: Sendable {
             do {
                 if writer.hasUnsyncedData { try syncActive() }
                 // A checkpoint of a cleanly closed store lets the next open skip reading the log.
-                if writer.lastSequence != writer.checkpointSequence {
+                if options.checkpointOnClose && writer.lastSequence != writer.checkpointSequence {
                     do {
                         try writeCheckpoint()
                     } catch {

@@ -45,6 +45,10 @@ public struct EngineOptions: Sendable {
     /// Default ``AutoCompactionPolicy/init(deadRatio:minimumSealedBytes:)`` (half dead, 64 MiB sealed); nil
     /// turns automatic compaction off (``Engine/compact(_:)`` still works).
     public var autoCompaction: AutoCompactionPolicy? = AutoCompactionPolicy()
+    /// Whether ``Engine/close()`` writes a `CHECKPOINT` when the log has grown past the last one. Default true
+    /// (fast reopen). Read-only tools set it to false, together with ``RecoveryMode/strict``, so that opening and
+    /// closing a store never changes its files (the `LOCK` file aside).
+    public var checkpointOnClose: Bool = true
     /// Where recovery and failure messages go.
     public var logger: Logger = Logger(label: "lucid.engine")
 

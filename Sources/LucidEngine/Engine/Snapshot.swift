@@ -24,6 +24,18 @@ public struct Snapshot: Sendable {
         state.keyspaces[keyspace]?.primary.value(forKey: key) != nil
     }
 
+    /// The index terms stored with the record under `key`, in the order they were committed (empty when it has
+    /// none), or nil when there is no such record. Lets a tool copy records with their terms (`lucidctl dump`).
+    /// - Complexity: O(log n) plus one verified page read on a cache miss (the terms follow the value in its page).
+    /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum or the terms do not decode,
+    ///   ``LucidError/Code/io``, closed.
+    public func indexTerms(forKey key: [UInt8], in keyspace: String) throws -> [IndexTerm]? {
+        try core.checkOpen()
+        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+        return try PageFetch.terms(at: location, file: state.segments[UInt64(location.segment)], cache: core.cache,
+                                   storePath: core.path)
+    }
+
     /// Number of keys in `keyspace`. - Complexity: O(1).
     public func count(in keyspace: String) -> Int { state.keyspaces[keyspace]?.count ?? 0 }
 
