@@ -40,7 +40,7 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        let snapshot = engine.snapshot()
+        let snapshot = try openSnapshot()
         return try locate(identifier, in: snapshot)?.entity
     }
 
@@ -52,7 +52,14 @@ public final class DiskStore<E: LocalEntity>: Store {
     public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
         let evaluator: QueryEvaluator<E>
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
-        return try DiskQueryPlanner(store: self, snapshot: engine.snapshot(), evaluator: evaluator).run()
+        return try DiskQueryPlanner(store: self, snapshot: openSnapshot(), evaluator: evaluator).run()
+    }
+
+    /// A snapshot of the engine. - Throws: ``StoreError/closed`` once the engine is closed (a closed engine's
+    /// snapshot is empty, which must not read as "no entity").
+    func openSnapshot() throws(StoreError) -> Snapshot {
+        if engine.isClosed { throw .closed }
+        return engine.snapshot()
     }
 
     /// The stored record for `identifier`: its key and decoded entity.
@@ -106,7 +113,7 @@ public final class DiskStore<E: LocalEntity>: Store {
     public func set(_ entities: [E]) async throws(StoreError) -> [E] {
         await writeLock.lock()
         defer { writeLock.unlock() }
-        let snapshot = engine.snapshot()
+        let snapshot = try openSnapshot()
         var pending = DualHashDictionary<E.Identifier, (key: [UInt8], entity: E)>()
         var writes: [[UInt8]: E?] = [:]   // nil: delete
         var order: [[UInt8]] = []
@@ -150,7 +157,7 @@ public final class DiskStore<E: LocalEntity>: Store {
     public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
         await writeLock.lock()
         defer { writeLock.unlock() }
-        let snapshot = engine.snapshot()
+        let snapshot = try openSnapshot()
         var batch = WriteBatch()
         var seen = Set<[UInt8]>()
         for identifier in identifiers {
