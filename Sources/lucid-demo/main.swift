@@ -129,11 +129,11 @@ func run() async throws {
     elapsed = try await clock.measure {
         for i in stride(from: 0, to: 700, by: 7) {   // fantasy books
             var b = book(i)
-            b.rating = 4.9
+            b.rating = 5.0
             b.title = "Zz Rerated \(i)"
             try await manager.set(b)
         }
-        _ = try await manager.removeAll(withQuery: .filter(.genre == .string("fantasy") && .rating == .double(4.9) && .title ~= .string("^Zz Rerated ")))
+        _ = try await manager.removeAll(withQuery: .filter(.genre == .string("fantasy") && .rating == .double(5.0) && .title ~= .string("^Zz Rerated ")))
     }
     try await Task.sleep(for: .milliseconds(50))
     print("100 single writes and a removeAll with the continuous query open: \(ms(elapsed)); "

@@ -43,11 +43,11 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         let access = try checkRead(context)
         var failure: StoreError?
         var found: E?
-        let query = Query<E>.identifier(identifier)
+        let validates = context.contract.shouldValidate(E.self)
         for store in stores {
             do throws(StoreError) {
                 if let entity = try await store.get(byID: identifier),
-                   context.contract.filter([entity], for: query).count == 1 {
+                   !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
                     found = entity
                     break
                 }

@@ -76,13 +76,12 @@ struct DiskQueryPlanner<E: LocalEntity> {
         var seen = Set<[UInt8]>()
         var picked: [[UInt8]] = []
         var boundary: IndexValue?
-        let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
-                                                            condition: .any, reverse: descending))
-        for entry in entries {
-            if let boundary, entry.value != boundary { break }
-            guard keys?.contains(entry.key) ?? true, seen.insert(entry.key).inserted else { continue }
-            picked.append(entry.key)
-            if picked.count >= window, boundary == nil { boundary = entry.value }
+        snapshot.forEachIndexEntry(keyspace: keyspace, index: name.rawValue, condition: .any, reverse: descending) { value, key in
+            if let boundary, value != boundary { return false }
+            guard keys?.contains(key) ?? true, seen.insert(key).inserted else { return true }
+            picked.append(key)
+            if picked.count >= window, boundary == nil { boundary = value }
+            return true
         }
         return try fetch(picked)
     }
@@ -159,7 +158,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     private func indexKeys(_ name: E.IndexName, _ condition: IndexCondition) -> Set<[UInt8]> {
-        Set(snapshot.keys(in: keyspace, where: .match(index: name.rawValue, condition)))
+        snapshot.keySet(in: keyspace, where: .match(index: name.rawValue, condition))
     }
 
     private func locateKeys(_ ids: [E.Identifier]) -> [[UInt8]] {

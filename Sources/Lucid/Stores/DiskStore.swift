@@ -64,8 +64,11 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// The stored record for `identifier`: its key and decoded entity.
     func locate(_ identifier: E.Identifier, in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        guard let key = locateKey(identifier, in: snapshot), let entity = try fetch(key, in: snapshot) else { return nil }
-        return (key, entity)
+        let key = identifier.storageKey
+        if let entity = try fetch(key, in: snapshot) { return (key, entity) }   // one lookup in the common case
+        guard identifier.localValue != nil, let found = locateKey(identifier, in: snapshot), found != key,
+              let entity = try fetch(found, in: snapshot) else { return nil }
+        return (found, entity)
     }
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
