@@ -67,6 +67,8 @@ struct QueryEvaluator<E: Entity> {
         case .constant(let b):
             return b
         case .and(let l, let r):
+            // Cheap comparisons first: a regex only runs on entities the rest of the filter kept.
+            if Self.hasRegex(l) && !Self.hasRegex(r) { return matches(entity, r) && matches(entity, l) }
             return matches(entity, l) && matches(entity, r)
         case .or(let l, let r):
             return matches(entity, l) || matches(entity, r)
@@ -115,6 +117,15 @@ struct QueryEvaluator<E: Entity> {
             }
         default:
             return false
+        }
+    }
+
+    private static func hasRegex(_ filter: Query<E>.Filter) -> Bool {
+        switch filter {
+        case .comparison(_, .match, _): true
+        case .and(let l, let r), .or(let l, let r): hasRegex(l) || hasRegex(r)
+        case .not(let f): hasRegex(f)
+        default: false
         }
     }
 
