@@ -19,7 +19,7 @@ public struct APIRequestConfig: Sendable, Hashable, Codable {
     public var path: Path
     /// Overrides the client's host (scheme, host and port, e.g. `http://127.0.0.1:8080`).
     public var host: String?
-    /// Query items in order; arrays are written `key[]=a&key[]=b`.
+    /// Query items in order; arrays are written `key[]=a&key[]=b` (brackets percent-encoded).
     public var query: [QueryItem]
     public var headers: [String: String]
     public var body: Body?
@@ -127,13 +127,13 @@ extension APIRequestConfig {
             self.value = value
         }
 
-        /// `name=value&...`, percent-encoded; a nil value is left out, an array gives `name[]=v` per element.
+        /// `name=value&...`, percent-encoded; a nil value is left out, an array gives `name%5B%5D=v` (`name[]=v`) per element.
         static func encode(_ items: [QueryItem]) -> String {
             items.flatMap { item -> [String] in
                 switch item.value {
                 case .value(let v?): ["\(PercentEncoding.encode(item.name))=\(PercentEncoding.encode(v))"]
                 case .value(nil): []
-                case .array(let values): values.map { "\(PercentEncoding.encode(item.name))[]=\(PercentEncoding.encode($0))" }
+                case .array(let values): values.map { "\(PercentEncoding.encode(item.name))%5B%5D=\(PercentEncoding.encode($0))" }
                 }
             }.joined(separator: "&")
         }

@@ -28,7 +28,7 @@ struct APIRequestConfigTests {
         let odd = APIRequestConfig(method: .get, path: .path("a b") / "ü/x",
                                    query: [.init("q", .value("x&y=z")), .init("none", .value(nil)),
                                            .init("tags", .array(["sci fi", "a+b"]))])
-        #expect(odd.relativeURL == "a%20b/%C3%BC%2Fx?q=x%26y%3Dz&tags[]=sci%20fi&tags[]=a%2Bb")
+        #expect(odd.relativeURL == "a%20b/%C3%BC%2Fx?q=x%26y%3Dz&tags%5B%5D=sci%20fi&tags%5B%5D=a%2Bb")
         let discover = try #require(Book.requestConfig(for: .search(Query.all.with(offset: 20).with(limit: 10).with(context: "discover"))))
         #expect(discover.relativeURL == "discover/books?offset=20&limit=10")
         #expect(Book.requestConfig(for: .search(.all)) == nil)
@@ -63,7 +63,7 @@ struct APIRequestConfigTests {
         let json = try JSONSerialization.jsonObject(with: body.data) as? [String: Any]
         #expect(json?["title"] as? String == "Draft")
         let form = APIRequestConfig.Body.formURLEncoded([.init("a", .value("1 2")), .init("b", .array(["x", "y"]))]).encoded
-        #expect(String(decoding: form.data, as: UTF8.self) == "a=1%202&b[]=x&b[]=y")
+        #expect(String(decoding: form.data, as: UTF8.self) == "a=1%202&b%5B%5D=x&b%5B%5D=y")
         #expect(form.contentType == "application/x-www-form-urlencoded")
     }
 
