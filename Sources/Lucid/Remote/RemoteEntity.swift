@@ -16,15 +16,16 @@ public enum RemotePath<E: LocalEntity>: Sendable {
     }
 }
 
-/// An entity the backend serves: how to build the request for each remote operation.
-///
-/// This is the request-configuration half of the remote layer; the client, the remote store, payload decoding and
-/// the offline queue come with the remote-layer issue.
+/// An entity the backend serves: how to build the request for each remote operation, and how to read the
+/// response.
 public protocol RemoteEntity: LocalEntity {
     /// The request for `remotePath`, or nil when the backend has no such endpoint (default: nil).
     static func requestConfig(for remotePath: RemotePath<Self>) -> APIRequestConfig?
+    /// How the response to `remotePath` decodes (nil: the response carries no entity, e.g. a DELETE).
+    static func endpoint(for remotePath: RemotePath<Self>) -> RemoteEndpoint<Self>?
 }
 
 extension RemoteEntity {
     public static func requestConfig(for remotePath: RemotePath<Self>) -> APIRequestConfig? { nil }
+    public static func endpoint(for remotePath: RemotePath<Self>) -> RemoteEndpoint<Self>? { nil }
 }

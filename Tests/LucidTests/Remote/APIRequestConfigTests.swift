@@ -9,11 +9,61 @@ extension Book: RemoteEntity {
         case .search(let query) where query.context == "discover":
             APIRequestConfig(method: .get, path: .path("discover") / "books",
                              query: [.init("offset", .value(query.offset.map(String.init))), .init("limit", .value(query.limit.map(String.init)))])
-        case .create(let book): APIRequestConfig(method: .post, path: .path("books"), body: try? .json(encoding: book))
-        case .update(let book): APIRequestConfig(method: .put, path: .path("books") / book.identifier, body: try? .json(encoding: book))
+        case .create(let book): APIRequestConfig(method: .post, path: .path("books"), body: try? .json(encoding: BookBody(book)))
+        case .update(let book):
+            APIRequestConfig(method: .put, path: .path("books") / book.identifier, body: try? .json(encoding: BookBody(book)))
+        case .search(let query):
+            APIRequestConfig(method: .get, path: .path("books"),
+                             query: [.init("genre", .value(Self.genre(in: query.filter)))])
         case .remove(let id): APIRequestConfig(method: .delete, path: .path("books") / id)
-        default: nil
+        case .removeAll: APIRequestConfig(method: .delete, path: .path("books"))
         }
+    }
+
+    static func endpoint(for remotePath: RemotePath<Book>) -> RemoteEndpoint<Book>? {
+        switch remotePath {
+        case .get, .create, .update: .entity(BookPayload.self, at: ["data"]) { $0.book }
+        case .search: .list(BookPayload.self, at: ["data"]) { $0.book }
+        case .remove, .removeAll: nil
+        }
+    }
+
+    /// The genre an equality filter asks for (the fake server can filter by it).
+    static func genre(in filter: Query<Book>.Filter?) -> String? {
+        if case .comparison(.index(.genre), .equalTo, .index(.string(let g)))? = filter { return g }
+        return nil
+    }
+}
+
+/// What a client sends to create or update a book.
+struct BookBody: Codable, Sendable {
+    var title: String
+    var genre: String?
+    var rating: Double
+    var pageCount: Int
+    init(_ book: Book) {
+        title = book.title
+        genre = book.genre
+        rating = book.rating
+        pageCount = book.pages
+    }
+}
+
+/// The server's JSON shape of a book (snake_case on the wire).
+struct BookPayload: Codable, Sendable {
+    var id: Int
+    var title: String
+    var genre: String?
+    var rating: Double
+    var pageCount: Int
+
+    var book: Book { Book.remote(id, title, genre: genre, rating: rating, pages: pageCount) }
+    init(_ book: BookBody, id: Int) {
+        self.id = id
+        title = book.title
+        genre = book.genre
+        rating = book.rating
+        pageCount = book.pageCount
     }
 }
 
@@ -31,7 +81,8 @@ struct APIRequestConfigTests {
         #expect(odd.relativeURL == "a%20b/%C3%BC%2Fx?q=x%26y%3Dz&tags%5B%5D=sci%20fi&tags%5B%5D=a%2Bb")
         let discover = try #require(Book.requestConfig(for: .search(Query.all.with(offset: 20).with(limit: 10).with(context: "discover"))))
         #expect(discover.relativeURL == "discover/books?offset=20&limit=10")
-        #expect(Book.requestConfig(for: .search(.all)) == nil)
+        #expect(Book.requestConfig(for: .search(.filter(.genre == .string("sf"))))?.relativeURL == "books?genre=sf")
+        #expect(Book.requestConfig(for: .search(.all))?.relativeURL == "books")
     }
 
     @Test("a local id is a placeholder until the server's id is known")
@@ -62,6 +113,7 @@ struct APIRequestConfigTests {
         #expect(body.contentType == "application/json")
         let json = try JSONSerialization.jsonObject(with: body.data) as? [String: Any]
         #expect(json?["title"] as? String == "Draft")
+        #expect(json?["page_count"] as? Int == 100)
         let form = APIRequestConfig.Body.formURLEncoded([.init("a", .value("1 2")), .init("b", .array(["x", "y"]))]).encoded
         #expect(String(decoding: form.data, as: UTF8.self) == "a=1%202&b%5B%5D=x&b%5B%5D=y")
         #expect(form.contentType == "application/x-www-form-urlencoded")
