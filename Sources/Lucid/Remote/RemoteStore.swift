@@ -24,10 +24,24 @@ public protocol RemoteStoring<E>: Store {
 public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
     /// The client requests go through.
     public let client: any APIClient
+    /// The persistent queue writes go through, if any (reads never do).
+    public let queue: APIRequestQueue?
     public var level: StoreLevel { .remote }
 
-    /// A remote store over `client`.
-    public init(client: any APIClient) { self.client = client }
+    /// A remote store over `client`; with a `queue`, writes are persisted and retried while the server is down,
+    /// and each write call returns once its request is delivered.
+    public init(client: any APIClient, queue: APIRequestQueue? = nil) {
+        self.client = client
+        self.queue = queue
+    }
+
+    /// Sends a write through the queue when there is one.
+    private func sendWrite(_ config: APIRequestConfig,
+                           beforeNext: (@Sendable (Result<APIResponse, APIError>) async -> Void)? = nil) async throws(APIError)
+        -> APIResponse {
+        if let queue { return try await queue.send(config, beforeNext: beforeNext) }
+        return try await client.send(config)
+    }
 
     public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
         try await get(byID: identifier, request: nil)
@@ -78,9 +92,21 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
             guard let config = request?(path) ?? E.requestConfig(for: path) else {
                 throw .notSupported("no request to write \(E.self)")
             }
+            // A create's answer names the server's id: queued requests still naming the local id are rewritten
+            // before the queue sends the next one.
+            let endpoint = E.endpoint(for: path)
+            var rewrite: (@Sendable (Result<APIResponse, APIError>) async -> Void)?
+            if case .create = path, let queue, let endpoint, let local = entity.identifier.localValue {
+                rewrite = { result in
+                    guard case .success(let response) = result,
+                          let answer = try? endpoint.decode(Data(response.body)).entities.first,
+                          let remote = answer.identifier.remoteValueDescription else { return }
+                    try? await queue.rewriteIdentifier(typeID: E.identifierTypeID, local: local, remote: remote)
+                }
+            }
             let response: APIResponse
-            do { response = try await client.send(config) } catch { throw .api(error) }
-            if let endpoint = E.endpoint(for: path), !response.body.isEmpty,
+            do { response = try await sendWrite(config, beforeNext: rewrite) } catch { throw .api(error) }
+            if let endpoint, !response.body.isEmpty,
                let answer = try decode(response, endpoint).entities.first {
                 stored.append(EntityMerging.absorbIdentifier(of: entity, into: answer))
             } else {
@@ -95,7 +121,7 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
             guard let config = E.requestConfig(for: .remove(identifier)) else {
                 throw .notSupported("no request to remove \(E.self)")
             }
-            do { _ = try await client.send(config) } catch {
+            do { _ = try await sendWrite(config) } catch {
                 if case .httpStatus(404, _) = error { continue }   // already gone
                 throw .api(error)
             }
@@ -106,7 +132,7 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
         guard let config = E.requestConfig(for: .removeAll(query)) else {
             throw .notSupported("no request to remove all \(E.self) matching a query")
         }
-        do { _ = try await client.send(config) } catch { throw .api(error) }
+        do { _ = try await sendWrite(config) } catch { throw .api(error) }
         return []
     }
 

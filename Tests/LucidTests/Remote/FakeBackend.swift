@@ -21,9 +21,9 @@ final class FakeBackend: @unchecked Sendable {
     var books: [Int: BookPayload] { box.state.withLock { $0.books } }
     private(set) var server: LoopbackHTTPServer!
 
-    init(_ books: [Book] = []) throws {
+    init(_ books: [Book] = [], port: UInt16 = 0) throws {
         box.state.withLock { s in for b in books { s.books[b.identifier.remoteValue!] = BookPayload(BookBody(b), id: b.identifier.remoteValue!) } }
-        server = try LoopbackHTTPServer { [box] request in Self.handle(request, box) }
+        server = try LoopbackHTTPServer(port: port) { [box] request in Self.handle(request, box) }
     }
 
     var host: String { server.host }

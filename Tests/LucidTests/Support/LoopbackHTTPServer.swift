@@ -33,7 +33,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
 
     /// Starts listening. - Throws when the socket cannot be bound.
-    init(handler: @escaping @Sendable (Request) -> Response) throws {
+    init(port requested: UInt16 = 0, handler: @escaping @Sendable (Request) -> Response) throws {
         self.handler = handler
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw POSIXError(.EIO) }
@@ -42,7 +42,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = requested.bigEndian
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
