@@ -3,8 +3,9 @@
 /// A record is a format-version byte (``formatVersion``) and one tagged value (docs/ENTITY_FORMAT.md).
 /// Keyed containers store their keys, so decoding finds properties by name: a property added later decodes
 /// as absent (`decodeIfPresent` gives nil) from records written before it, and a removed property is skipped.
-/// Decoding checks every length against the bytes left and bounds nesting depth, so hostile bytes give a
-/// `DecodingError`, never a crash or an allocation sized by the input.
+/// Decoding first checks that the record is exactly one well-formed value (every length against the bytes left,
+/// nesting depth bounded, no bytes after it), so hostile bytes give a `DecodingError`, never a crash or an
+/// allocation sized by the input.
 public enum EntityCodec {
     /// The version byte every record starts with; a record with another version is refused.
     public static let formatVersion: UInt8 = 1
@@ -40,6 +41,13 @@ public enum EntityCodec {
                 codingPath: [], debugDescription: "entity record format version \(version), expected \(formatVersion)"))
         }
         let reader = BinaryReader(bytes: bytes)
+        // The whole record must be one well-formed value ending at the last byte. Containers walk only the parts
+        // a type reads, so without this a truncated top-level array, a type that reads nothing (an empty struct)
+        // or trailing garbage would decode.
+        guard try reader.skip(at: 1, []) == bytes.count else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [],
+                                                    debugDescription: "bytes after the entity record's value"))
+        }
         let decoder = BinaryValueDecoder(reader: reader, position: 1, codingPath: [])
         let value = try T(from: decoder)
         return value

@@ -274,6 +274,25 @@ struct EntityCodecTests {
         ]
     }
 
+    @Test func truncationAtEveryByteThrows() throws {
+        for record in try Self.records() {
+            try record.decode(record.bytes)
+            for length in 0..<record.bytes.count {
+                #expect(throws: DecodingError.self, "\(record.name) cut to \(length) bytes") {
+                    try record.decode(Array(record.bytes[..<length]))
+                }
+            }
+        }
+    }
+
+    @Test func trailingBytesAreRefused() throws {
+        for record in try Self.records() {
+            for extra: [UInt8] in [[0x00], [0x01], [0x04, 0x02], [0x09, 0x00]] {
+                #expect(throws: DecodingError.self, "\(record.name) + \(extra)") { try record.decode(record.bytes + extra) }
+            }
+        }
+    }
+
     @Test func everySingleByteMutationThrowsOrDecodes() throws {
         var outcomes = (threw: 0, decoded: 0)
         for record in try Self.records() {
@@ -332,6 +351,29 @@ struct EntityCodecTests {
         }
         #expect(try EntityCodec.decode(Nest.self, from: record(EntityCodec.maxDepth)).depth == EntityCodec.maxDepth)
         #expect(throws: DecodingError.self) { try EntityCodec.decode(Nest.self, from: record(EntityCodec.maxDepth + 1)) }
+    }
+
+    @Test func hugeLengthThrowsWithoutAllocating() throws {
+        // A string claiming 2^60 bytes: the length is checked against the bytes left before anything is read.
+        var varint: [UInt8] = []
+        var n: UInt64 = 1 << 60
+        while n >= 0x80 { varint.append(UInt8(truncatingIfNeeded: n) | 0x80); n >>= 7 }
+        varint.append(UInt8(n))
+        let string: [UInt8] = [EntityCodec.formatVersion, 0x08] + varint + Array("abc".utf8)
+        #expect(throws: DecodingError.self) { try EntityCodec.decode(String.self, from: string) }
+        // The same as a key length, and as a key of a removed property that must be skipped.
+        let key: [UInt8] = [EntityCodec.formatVersion, 0x09] + varint + [0x04, 0x00, 0x00]
+        #expect(throws: DecodingError.self) { try EntityCodec.decode([String: Int].self, from: key) }
+        #expect(throws: DecodingError.self) { try EntityCodec.decode(Empty.self, from: key) }
+        let skipped: [UInt8] = [EntityCodec.formatVersion, 0x09, 0x02, 0x7A, 0x08] + varint + [0x00]
+        #expect(throws: DecodingError.self) { try EntityCodec.decode(Empty.self, from: skipped) }
+        // Varints longer than 10 bytes and lengths of UInt64.max.
+        #expect(throws: DecodingError.self) {
+            try EntityCodec.decode(UInt64.self, from: [1, 0x05] + [UInt8](repeating: 0xFF, count: 11) + [0x01])
+        }
+        #expect(throws: DecodingError.self) {
+            try EntityCodec.decode(String.self, from: [1, 0x08] + [UInt8](repeating: 0xFF, count: 9) + [0x01])
+        }
     }
 
     @Test func malformedRecordsThrow() throws {
