@@ -30,6 +30,11 @@ final class BinaryEncodingSink {
             throw EncodingError.invalidValue((), .init(codingPath: codingPath,
                                                        debugDescription: "write into a container that was closed"))
         }
+        // The entry about to be written sits one deeper than its container: refuse what decoding would refuse.
+        if open.count > EntityCodec.maxDepth {
+            throw EncodingError.invalidValue((), .init(codingPath: codingPath, debugDescription:
+                "value nested deeper than EntityCodec.maxDepth (\(EntityCodec.maxDepth)) containers"))
+        }
     }
 
     func closeAll() {

@@ -9,7 +9,8 @@
 public enum EntityCodec {
     /// The version byte every record starts with; a record with another version is refused.
     public static let formatVersion: UInt8 = 1
-    /// The deepest nesting of containers a record may have.
+    /// The deepest a value may sit: the record's value is at depth 0, a value inside a container at depth d is at
+    /// d + 1. Decoding refuses a record with a deeper value, and encoding refuses to write one.
     public static let maxDepth = 128
 
     enum Tag: UInt8 {
@@ -19,7 +20,8 @@ public enum EntityCodec {
 
     /// Encodes `value`. - Complexity: O(size of the value). - Throws: `EncodingError` when the value's
     /// `encode(to:)` throws or uses containers out of order (writing to a parent before a nested container
-    /// it opened is finished is allowed; writing to a finished container is not).
+    /// it opened is finished is allowed; writing to a finished container is not), or when it nests deeper
+    /// than ``maxDepth``.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let sink = BinaryEncodingSink()
         sink.bytes.reserveCapacity(128)

@@ -353,6 +353,51 @@ struct EntityCodecTests {
         #expect(throws: DecodingError.self) { try EntityCodec.decode(Nest.self, from: record(EntityCodec.maxDepth + 1)) }
     }
 
+    @Test func encodingRefusesDeeperThanMaxDepth() throws {
+        // A value nested deeper than any record may be is refused when written, not only when read back.
+        final class Node: Codable { var next: [Node]; init(_ next: [Node]) { self.next = next } }
+        func chain(_ n: Int) -> Node { (0..<n).reduce(Node([])) { node, _ in Node([node]) } }
+        // Each Node is two containers (keyed, then the unkeyed array).
+        let fits = chain(EntityCodec.maxDepth / 2 - 1)
+        _ = try EntityCodec.decode(Node.self, from: EntityCodec.encode(fits))
+        #expect(throws: EncodingError.self) { try EntityCodec.encode(chain(EntityCodec.maxDepth)) }
+    }
+
+    @Test func encodingAllowsExactlyMaxDepth() throws {
+        // `depth` nested unkeyed containers around a null: the null sits at depth `depth`.
+        struct Nest: Encodable {
+            var depth: Int
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.unkeyedContainer()
+                if depth == 1 { try c.encodeNil() } else { try c.encode(Nest(depth: depth - 1)) }
+            }
+        }
+        let bytes = try EntityCodec.encode(Nest(depth: EntityCodec.maxDepth))
+        #expect(bytes == [EntityCodec.formatVersion] + [UInt8](repeating: 0x0A, count: EntityCodec.maxDepth) + [0x01]
+            + [UInt8](repeating: 0x00, count: EntityCodec.maxDepth))
+        #expect(throws: EncodingError.self) { try EntityCodec.encode(Nest(depth: EntityCodec.maxDepth + 1)) }
+        // The same through keyed containers.
+        struct KeyedNest: Encodable {
+            var depth: Int
+            enum K: CodingKey { case k }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: K.self)
+                if depth == 1 { try c.encode(true, forKey: .k) } else { try c.encode(KeyedNest(depth: depth - 1), forKey: .k) }
+            }
+        }
+        struct KeyedDepth: Decodable {
+            var depth: Int
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: KeyedNest.K.self)
+                if (try? c.decode(Bool.self, forKey: .k)) == true { depth = 1; return }
+                depth = try c.decode(KeyedDepth.self, forKey: .k).depth + 1
+            }
+        }
+        let keyed = try EntityCodec.encode(KeyedNest(depth: EntityCodec.maxDepth))
+        #expect(try EntityCodec.decode(KeyedDepth.self, from: keyed).depth == EntityCodec.maxDepth)
+        #expect(throws: EncodingError.self) { try EntityCodec.encode(KeyedNest(depth: EntityCodec.maxDepth + 1)) }
+    }
+
     @Test func hugeLengthThrowsWithoutAllocating() throws {
         // A string claiming 2^60 bytes: the length is checked against the bytes left before anything is read.
         var varint: [UInt8] = []
