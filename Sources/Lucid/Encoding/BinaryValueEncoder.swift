@@ -36,7 +36,7 @@ struct KeyedBinaryEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     let id: Int
     let codingPath: [any CodingKey]
 
-    private func begin(_ key: Key) throws {
+    private func begin(_ key: some CodingKey) throws {
         try sink.prepare(id, codingPath: codingPath + [key])
         sink.writeKey(key.stringValue)
     }
@@ -67,7 +67,11 @@ struct KeyedBinaryEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
         return UnkeyedBinaryEncodingContainer(sink: sink, id: sink.openContainer(.unkeyed), codingPath: codingPath + [key])
     }
 
-    mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+    /// The entry "super", named by a key of our own: `Key` rarely has a `super` case.
+    mutating func superEncoder() -> any Encoder {
+        sink.record { try begin(SuperCodingKey()) }
+        return BinaryValueEncoder(sink: sink, codingPath: codingPath + [SuperCodingKey()])
+    }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         sink.record { try begin(key) }

@@ -55,3 +55,12 @@ public enum EntityCodec {
         return value
     }
 }
+
+/// The key of the entry `superEncoder()` and `superDecoder()` use, "super" as in `JSONEncoder`.
+struct SuperCodingKey: CodingKey {
+    var stringValue: String { "super" }
+    var intValue: Int? { nil }
+    init() {}
+    init?(stringValue: String) { guard stringValue == "super" else { return nil } }
+    init?(intValue: Int) { nil }
+}

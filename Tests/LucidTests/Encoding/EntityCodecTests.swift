@@ -446,3 +446,53 @@ struct EntityCodecTests {
         #expect(try EntityCodec.decode(String.self, from: bytes) == "a\u{FFFD}b")
     }
 }
+
+/// Classes that code their superclass through `superEncoder()` / `superDecoder()` (the standard pattern for
+/// `Codable` class hierarchies), whose `CodingKeys` have no `super` case.
+@Suite("Entity codec: class hierarchies")
+struct EntityCodecSuperTests {
+    class Base: Codable {
+        var id: Int
+        init(id: Int) { self.id = id }
+    }
+
+    final class Derived: Base {
+        var name: String
+        enum CodingKeys: String, CodingKey { case name }
+
+        init(id: Int, name: String) {
+            self.name = name
+            super.init(id: id)
+        }
+
+        required init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            name = try c.decode(String.self, forKey: .name)
+            try super.init(from: c.superDecoder())
+        }
+
+        override func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(name, forKey: .name)
+            try super.encode(to: c.superEncoder())
+        }
+    }
+
+    @Test func superEncoderAndDecoderWithoutASuperKey() throws {
+        let bytes = try EntityCodec.encode(Derived(id: 7, name: "seven"))
+        let decoded = try EntityCodec.decode(Derived.self, from: bytes)
+        #expect(decoded.id == 7 && decoded.name == "seven")
+        // The superclass is the entry "super", as JSONEncoder writes it.
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Derived(id: 7, name: "seven")))
+        #expect((json as? [String: Any])?["super"] != nil)
+        #expect(bytes.count > 6 && bytes[1] == 0x09 && bytes.contains(0x73))
+        struct Split: Decodable { var name: String; var `super`: [String: Int] }
+        let split = try EntityCodec.decode(Split.self, from: bytes)
+        #expect(split.name == "seven" && split.super == ["id": 7])
+    }
+
+    @Test func superDecoderOfAMissingEntryIsKeyNotFound() throws {
+        struct OnlyName: Encodable { var name = "x" }
+        #expect(throws: DecodingError.self) { try EntityCodec.decode(Derived.self, from: EntityCodec.encode(OnlyName())) }
+    }
+}
