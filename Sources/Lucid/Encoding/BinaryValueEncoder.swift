@@ -70,11 +70,13 @@ struct KeyedBinaryEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     /// The entry "super", named by a key of our own: `Key` rarely has a `super` case.
     mutating func superEncoder() -> any Encoder {
         sink.record { try begin(SuperCodingKey()) }
+        sink.expectValue()
         return BinaryValueEncoder(sink: sink, codingPath: codingPath + [SuperCodingKey()])
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         sink.record { try begin(key) }
+        sink.expectValue()
         return BinaryValueEncoder(sink: sink, codingPath: codingPath + [key])
     }
 }
@@ -120,6 +122,7 @@ struct UnkeyedBinaryEncodingContainer: UnkeyedEncodingContainer {
 
     mutating func superEncoder() -> any Encoder {
         sink.record { try begin() }
+        sink.expectValue()
         return BinaryValueEncoder(sink: sink, codingPath: codingPath)
     }
 }

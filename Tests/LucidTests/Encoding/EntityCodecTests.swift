@@ -491,6 +491,50 @@ struct EntityCodecSuperTests {
         #expect(split.name == "seven" && split.super == ["id": 7])
     }
 
+    /// A superclass that writes nothing (a custom `encode(to:)` that stores no state).
+    class Stateless: Codable {
+        init() {}
+        required init(from decoder: any Decoder) throws {}
+        func encode(to encoder: any Encoder) throws {}
+    }
+
+    final class Child: Stateless {
+        var a: Int, b: String
+        enum CodingKeys: String, CodingKey { case a, b, base }
+        init(a: Int, b: String) { (self.a, self.b) = (a, b); super.init() }
+        required init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            (a, b) = (try c.decode(Int.self, forKey: .a), try c.decode(String.self, forKey: .b))
+            try super.init(from: c.superDecoder(forKey: .base))
+        }
+        override func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(a, forKey: .a)
+            try super.encode(to: c.superEncoder(forKey: .base))   // writes nothing
+            try c.encode(b, forKey: .b)
+        }
+    }
+
+    @Test func superEncoderThatWritesNothingLeavesAWellFormedRecord() throws {
+        // The key is written when the encoder is handed out; if nothing follows, an `empty` value must, or the
+        // next key would be read as the value.
+        let bytes = try EntityCodec.encode(Child(a: 1, b: "two"))
+        let decoded = try EntityCodec.decode(Child.self, from: bytes)
+        #expect(decoded.a == 1 && decoded.b == "two")
+        // Also through unkeyed containers and at the end of a container.
+        struct Elements: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.unkeyedContainer()
+                try c.encode(1)
+                try Stateless().encode(to: c.superEncoder())
+                try c.encode(3)
+                try Stateless().encode(to: c.superEncoder())
+            }
+        }
+        let elements = try EntityCodec.encode(Elements())
+        #expect(elements == [EntityCodec.formatVersion, 0x0A, 0x04, 0x02, 0x0B, 0x04, 0x06, 0x0B, 0x00])
+    }
+
     @Test func superDecoderOfAMissingEntryIsKeyNotFound() throws {
         struct OnlyName: Encodable { var name = "x" }
         #expect(throws: DecodingError.self) { try EntityCodec.decode(Derived.self, from: EntityCodec.encode(OnlyName())) }
