@@ -540,3 +540,71 @@ struct EntityCodecSuperTests {
         #expect(throws: DecodingError.self) { try EntityCodec.decode(Derived.self, from: EntityCodec.encode(OnlyName())) }
     }
 }
+
+/// `Encoder` misuse that `JSONEncoder` traps on must not give a malformed record: it throws.
+@Suite("Entity codec: encoder misuse")
+struct EntityCodecMisuseTests {
+    enum K: CodingKey { case a, b }
+
+    struct Misuse: Encodable {
+        var body: @Sendable (any Encoder) throws -> Void
+        func encode(to encoder: any Encoder) throws { try body(encoder) }
+    }
+
+    struct Holder: Encodable {
+        var inner: Misuse
+        var after = 9
+    }
+
+    static let cases: [(String, Misuse)] = [
+        ("two single values", Misuse { e in
+            var c = e.singleValueContainer()
+            try c.encode(1)
+            try c.encode(2)
+        }),
+        ("a single value, then a keyed container", Misuse { e in
+            var c = e.singleValueContainer()
+            try c.encode(1)
+            var k = e.container(keyedBy: K.self)
+            try k.encode(2, forKey: .a)
+        }),
+        ("a keyed container, then an unkeyed one", Misuse { e in
+            var k = e.container(keyedBy: K.self)
+            try k.encode(1, forKey: .a)
+            var u = e.unkeyedContainer()
+            try u.encode(2)
+        }),
+        ("an unkeyed container, then a single value", Misuse { e in
+            var u = e.unkeyedContainer()
+            try u.encode(1)
+            var c = e.singleValueContainer()
+            try c.encode(2)
+        }),
+    ]
+
+    @Test func misuseThrows() throws {
+        for (name, misuse) in Self.cases {
+            #expect(throws: EncodingError.self, "\(name)") { try EntityCodec.encode(misuse) }
+            #expect(throws: EncodingError.self, "\(name), nested") { try EntityCodec.encode(Holder(inner: misuse)) }
+            #expect(throws: EncodingError.self, "\(name), in an array") { try EntityCodec.encode([misuse]) }
+        }
+    }
+
+    @Test func askingForTheSameContainerTwiceIsFine() throws {
+        let twice = Misuse { e in
+            var k1 = e.container(keyedBy: K.self)
+            try k1.encode(1, forKey: .a)
+            var k2 = e.container(keyedBy: K.self)
+            try k2.encode("x", forKey: .b)
+        }
+        struct AB: Decodable, Equatable { var a: Int; var b: String }
+        #expect(try EntityCodec.decode(AB.self, from: EntityCodec.encode(twice)) == AB(a: 1, b: "x"))
+        let single = Misuse { e in
+            let c = e.singleValueContainer()
+            _ = c.codingPath
+            var c2 = e.singleValueContainer()
+            try c2.encode(5)
+        }
+        #expect(try EntityCodec.decode(Int.self, from: EntityCodec.encode(single)) == 5)
+    }
+}
