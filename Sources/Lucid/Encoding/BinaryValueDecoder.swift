@@ -137,7 +137,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         entries = list
     }
 
-    private func find(_ key: Key) -> Int? {
+    private func find(_ key: some CodingKey) -> Int? {
         let name = key.stringValue.utf8
         for entry in entries where entry.key.count == name.count {
             if reader.bytes[entry.key].elementsEqual(name) { return entry.value }
@@ -145,7 +145,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         return nil
     }
 
-    private func position(_ key: Key) throws -> Int {
+    private func position(_ key: some CodingKey) throws -> Int {
         guard let p = find(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \(key.stringValue)"))
         }
@@ -185,7 +185,9 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         try UnkeyedBinaryDecodingContainer(reader: reader, position: position(key), codingPath: codingPath + [key])
     }
     func superDecoder() throws -> any Decoder {
-        try superDecoder(forKey: Key(stringValue: "super")!)
+        // The entry "super", named by a key of our own: `Key` rarely has a `super` case.
+        BinaryValueDecoder(reader: reader, position: try position(SuperCodingKey()),
+                           codingPath: codingPath + [SuperCodingKey()])
     }
     func superDecoder(forKey key: Key) throws -> any Decoder {
         BinaryValueDecoder(reader: reader, position: try position(key), codingPath: codingPath + [key])
