@@ -123,6 +123,9 @@ struct DualHashTests {
         // ...is two entries equal to the full identifier; the one holding the remote half comes first.
         #expect(d.values(matching: .remote(7, local: "l7")) == ["by remote", "by local"])
         #expect(d[.remote(7, local: "l7")] == "by remote")
+        var copy = d
+        #expect(copy.removeValues(matching: .remote(7, local: "l7")) == ["by remote", "by local"])
+        #expect(copy.count == 1 && copy[.local("l7")] == nil)
         // A write with both halves folds them into one entry.
         let replaced = d.updateValue("both", forKey: .remote(7, local: "l7"))
         #expect(replaced == "by remote")
@@ -230,15 +233,13 @@ struct DualHashTests {
 
     @Test func canonicallyEquivalentStringsAreDistinctIdentifiers() {
         // Storage keys are UTF-8 bytes, so the disk store keeps "e\u{301}" and "\u{e9}" as two records; identifier
-        // equality and the DualHash collections use String's == and hash (canonical equivalence) and fold them.
+        // equality and the DualHash collections compare bytes too (ByteString), so memory agrees.
         #expect(ID.local("e\u{301}").storageKey != ID.local("\u{e9}").storageKey)
-        withKnownIssue("identifiers compare strings by canonical equivalence, storage keys by UTF-8 bytes") {
-            #expect(ID.local("e\u{301}") != ID.local("\u{e9}"))
-            #expect(SID.remote("e\u{301}") != SID.remote("\u{e9}"))
-            var d = DualHashDictionary<ID, Int>()
-            d[.local("e\u{301}")] = 1
-            #expect(d[.local("\u{e9}")] == nil)
-        }
+        #expect(ID.local("e\u{301}") != ID.local("\u{e9}"))
+        #expect(SID.remote("e\u{301}") != SID.remote("\u{e9}"))
+        var d = DualHashDictionary<ID, Int>()
+        d[.local("e\u{301}")] = 1
+        #expect(d[.local("\u{e9}")] == nil)
     }
 
     // MARK: Codable
