@@ -32,7 +32,7 @@ target_args() {
         FuzzRecovery) echo "-max_len=64 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=30" ;;
         FuzzOperations) echo "-max_len=256 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=60" ;;
         FuzzEntityCodec) echo "-max_len=4096 -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=10" ;;
-        FuzzQuery) echo "-max_len=512 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=30" ;;
+        FuzzQuery) echo "-max_len=512 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=30" ;;
     esac
 }
 

@@ -53,6 +53,9 @@ public final class InMemoryStore<E: LocalEntity>: Store {
             if let i = matches.first, let stored = nodes[i]?.entity {
                 let merged = EntityMerging.merge(stored: stored, written: entity)
                 nodes[i]!.entity = merged
+                // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
+                // LocalEntity written with fewer halves is no longer found by the half it dropped.
+                index.removeValues(matching: stored.identifier)
                 index[merged.identifier] = i
                 touch(i)
                 return merged
