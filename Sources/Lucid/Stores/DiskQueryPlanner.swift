@@ -17,7 +17,6 @@ struct DiskQueryPlanner<E: LocalEntity> {
     private var query: Query<E> { evaluator.query }
 
     func run() throws(StoreError) -> QueryResult<E> {
-        let candidates = query.filter.map(plan) ?? .all(exact: true)
         let offset = query.offset ?? 0
         let window = query.limit.map { offset + $0 }
         let orderedByIdentifier: Bool? = switch query.order.first {
@@ -26,8 +25,37 @@ struct DiskQueryPlanner<E: LocalEntity> {
         default: nil
         }
 
+        if let ascending = orderedByIdentifier, !query.uniquely,
+           case .comparison(.index(let name), .equalTo, .index(let value))? = query.filter {
+            // One term's index entries (term ‖ primary key) are in primary-key order: the window is the first
+            // `window` of them, with no key set to build and sort.
+            let keys = snapshot.keys(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
+                                                          condition: condition(.equalTo, value),
+                                                          reverse: !ascending, limit: window))
+            let page = Array(keys.dropFirst(min(offset, keys.count)))
+            return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
+        }
+
+        if !query.uniquely, case .index(let orderName)?? = firstOrderIndex, let window,
+           case .comparison(.index(let name), let op, .index(let value))? = query.filter, op != .match,
+           name == orderName, isSingleTerm(name) {
+            // A comparison on the index the result is ordered by: walk just the entries it matches, in order.
+            // With one term per record, a record's sort key is its only term, so the records this walk meets
+            // first are the ones the full candidate set would sort first (see `isSingleTerm`).
+            return evaluator.result(fromMatching: try walkIndex(name, condition: condition(op, value), keys: nil,
+                                                                window: window))
+        }
+
+        let candidates = query.filter.map(plan) ?? .all(exact: true)
         switch candidates {
         case .all(exact: true):
+            if let ascending = orderedByIdentifier, !query.uniquely, offset == 0, window != 0,
+               snapshot.count(in: keyspace) > 0 {
+                // Read the records in key order in one pass (no B-tree lookup per key). An empty window or
+                // keyspace takes the path below, which reads nothing (so a closed engine still answers empty).
+                return evaluator.result(fromMatching: try scanInOrder(reverse: !ascending, limit: window),
+                                        alreadyOrdered: true, alreadyPaginated: true)
+            }
             if let ascending = orderedByIdentifier, !query.uniquely {
                 let keys = snapshot.keys(in: keyspace, reverse: !ascending, limit: window)
                 let page = Array(keys.dropFirst(min(offset, keys.count)))
@@ -69,20 +97,46 @@ struct DiskQueryPlanner<E: LocalEntity> {
         return false
     }
 
-    /// Walks index `name` in the query's direction, keeping records in `keys` (all when nil), until `window`
-    /// distinct records are collected and the term changes (so ties at the boundary are all present for the
-    /// final sort). Each record is seen at its smallest term ascending, its largest descending.
-    private func walkIndex(_ name: E.IndexName, keys: Set<[UInt8]>?, window: Int) throws(StoreError) -> [E] {
+    /// Whether every record of the keyspace has exactly one term in index `name` (as many entries as records:
+    /// the store writes at least one term per index name for every entity, a `null` one for an absent value).
+    /// Then walking only the entries a condition matches meets each matching record at its sort key.
+    private func isSingleTerm(_ name: E.IndexName) -> Bool {
+        snapshot.entryCount(keyspace: keyspace, index: name.rawValue) == snapshot.count(in: keyspace)
+    }
+
+    /// Walks the entries of index `name` matching `condition` in the query's direction, keeping records in
+    /// `keys` (all when nil), until `window` distinct records are collected and the term changes (so ties at the
+    /// boundary are all present for the final sort). Each record is seen at its first entry in walk order (its
+    /// smallest term ascending, its largest descending, under `.any`). Entries are read in growing chunks, so
+    /// the walk reads about as far as it goes rather than the whole index.
+    private func walkIndex(_ name: E.IndexName, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
+                           window: Int) throws(StoreError) -> [E] {
         var seen = Set<[UInt8]>()
         var picked: [[UInt8]] = []
         var boundary: IndexValue?
-        let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
-                                                            condition: .any, reverse: descending))
-        for entry in entries {
-            if let boundary, entry.value != boundary { break }
-            guard keys?.contains(entry.key) ?? true, seen.insert(entry.key).inserted else { continue }
-            picked.append(entry.key)
-            if picked.count >= window, boundary == nil { boundary = entry.value }
+        var offset = 0
+        var chunk = 2 * window + 64
+        // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
+        // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
+        // the ties past the boundary need not be read. (Descending, a term's entries come in descending key
+        // order, so every tie is collected for the final sort.)
+        let inResultOrder = !descending && query.order.count == 1
+        walk: while true {
+            let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
+                                                                condition: condition, reverse: descending,
+                                                                offset: offset, limit: chunk))
+            for entry in entries {
+                if let boundary, entry.value != boundary { break walk }
+                guard keys?.contains(entry.key) ?? true, seen.insert(entry.key).inserted else { continue }
+                picked.append(entry.key)
+                if picked.count >= window {
+                    if inResultOrder { break walk }
+                    if boundary == nil { boundary = entry.value }
+                }
+            }
+            if entries.count < chunk { break }
+            offset += entries.count
+            chunk *= 2
         }
         return try fetch(picked)
     }
@@ -91,6 +145,25 @@ struct DiskQueryPlanner<E: LocalEntity> {
         var out: [E] = []
         out.reserveCapacity(keys.count)
         for key in keys { if let e = try store.fetch(key, in: snapshot) { out.append(e) } }
+        return out
+    }
+
+    /// The first `limit` records of the keyspace in key order (descending when `reverse`), decoded.
+    private func scanInOrder(reverse: Bool, limit: Int?) throws(StoreError) -> [E] {
+        var out: [E] = []
+        var failure: StoreError?
+        do {
+            try snapshot.forEach(in: keyspace, reverse: reverse, limit: limit) { record in
+                do throws(StoreError) {
+                    out.append(try store.decode(record.value, key: record.key))
+                    return true
+                } catch {
+                    failure = error
+                    return false
+                }
+            }
+        } catch { throw .wrap(error) }
+        if let failure { throw failure }
         return out
     }
 
@@ -158,8 +231,14 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
     }
 
+    /// The records with an entry matching `condition` in index `name`, as a set (built from the entries
+    /// directly: `keys(in:where:)` would sort them first).
     private func indexKeys(_ name: E.IndexName, _ condition: IndexCondition) -> Set<[UInt8]> {
-        Set(snapshot.keys(in: keyspace, where: .match(index: name.rawValue, condition)))
+        let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
+                                                            condition: condition))
+        var keys = Set<[UInt8]>(minimumCapacity: entries.count)
+        for entry in entries { keys.insert(entry.key) }
+        return keys
     }
 
     private func locateKeys(_ ids: [E.Identifier]) -> [[UInt8]] {
