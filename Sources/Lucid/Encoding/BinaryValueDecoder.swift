@@ -182,6 +182,24 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try reader.decodeValue(type, at: position(key), codingPath + [key])
     }
+    // The primitive `decodeIfPresent` overloads, so that an optional property costs one key lookup, not the
+    // three of the protocol's defaults (`contains`, `decodeNil`, `decode`); same results and errors.
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeString(at: p, codingPath + [key])
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeInteger(Int.self, at: p, codingPath + [key])
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeDouble(at: p, codingPath + [key])
+    }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeBool(at: p, codingPath + [key])
+    }
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
         return try reader.decodeValue(type, at: p, codingPath + [key])

@@ -41,7 +41,11 @@ public final class DiskStore<E: LocalEntity>: Store {
     /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
         let snapshot = engine.snapshot()
-        return try locate(identifier, in: snapshot)?.entity
+        let key = identifier.storageKey
+        // Read the storage key directly rather than `contains` then `get`. When that read fails (a closed
+        // engine, I/O), `locate` answers instead, as it always did: nil for a missing record, else the error.
+        if let bytes = try? snapshot.get(key, in: keyspace) { return try decode(bytes, key: key) }
+        return try locate(identifier, storageKey: key, in: snapshot)?.entity
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -109,6 +113,15 @@ public final class DiskStore<E: LocalEntity>: Store {
     public func set(_ entities: [E]) async throws(StoreError) -> [E] {
         await writeLock.lock()
         defer { writeLock.unlock() }
+        let (batch, stored) = try prepareSet(entities)
+        try await commit(batch)
+        return stored
+    }
+
+    /// The batch that writes `entities` over what is stored, and the stored entities. The snapshot it reads is
+    /// released when it returns, before the commit: a live snapshot makes the writer copy every B-tree node the
+    /// batch touches.
+    private func prepareSet(_ entities: [E]) throws(StoreError) -> (WriteBatch, [E]) {
         let snapshot = engine.snapshot()
         var pending = DualHashDictionary<E.Identifier, (key: [UInt8], entity: E)>()
         // The batch's records in the order their keys were first written (nil: delete), and where each key is.
@@ -168,13 +181,17 @@ public final class DiskStore<E: LocalEntity>: Store {
                 batch.delete(key, in: keyspace)
             }
         }
-        try await commit(batch)
-        return stored
+        return (batch, stored)
     }
 
     public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
         await writeLock.lock()
         defer { writeLock.unlock() }
+        try await commit(try prepareRemove(identifiers))
+    }
+
+    /// The batch that deletes the records of `identifiers` (its snapshot released before the commit).
+    private func prepareRemove(_ identifiers: [E.Identifier]) throws(StoreError) -> WriteBatch {
         let snapshot = engine.snapshot()
         var batch = WriteBatch()
         var seen = Set<[UInt8]>()
@@ -182,7 +199,7 @@ public final class DiskStore<E: LocalEntity>: Store {
             guard let found = try locate(identifier, in: snapshot), seen.insert(found.key).inserted else { continue }
             batch.delete(found.key, in: keyspace)
         }
-        try await commit(batch)
+        return batch
     }
 
     public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
