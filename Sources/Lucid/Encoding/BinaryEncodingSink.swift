@@ -1,3 +1,5 @@
+import Foundation
+
 /// The output of one ``EntityCodec/encode(_:)`` call: the bytes and the stack of open containers.
 ///
 /// Containers write inline; a container is closed (its end tag written) when an enclosing container writes
@@ -121,6 +123,9 @@ final class BinaryEncodingSink {
         else if T.self == UInt16.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt16.self))) }
         else if T.self == UInt8.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt8.self))) }
         else if T.self == Float.self { writeFloat(unsafeBitCast(value, to: Float.self)) }
+        // Date's `encode(to:)` writes `timeIntervalSinceReferenceDate` in a single-value container: the same
+        // bytes, without an encoder, a coding path and a container for it.
+        else if T.self == Date.self { writeDouble(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate) }
         else {
             let start = bytes.count
             let depth = open.count

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The `Decoder` handed to a value's `init(from:)` by ``EntityCodec``: reads the value starting at `position`.
 struct BinaryValueDecoder: Decoder {
     let reader: BinaryReader
@@ -100,6 +102,11 @@ extension BinaryReader {
         if T.self == Bool.self { return unsafeBitCast(try decodeBool(at: position, codingPath()), to: T.self) }
         if T.self == Int64.self { return unsafeBitCast(try decodeInt64(at: position, codingPath()), to: T.self) }
         if T.self == UInt64.self { return unsafeBitCast(try decodeUInt64(at: position, codingPath()), to: T.self) }
+        // Date's `init(from:)` reads a Double from a single-value container (same value, same errors).
+        if T.self == Date.self {
+            return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try decodeDouble(at: position, codingPath())),
+                                 to: T.self)
+        }
         return try T(from: BinaryValueDecoder(reader: self, position: position, codingPath: codingPath()))
     }
 }

@@ -82,6 +82,17 @@ struct DiskQueryPlannerTests {
         }
     }
 
+    @Test("a date is stored as its Codable form, the interval since the reference date")
+    func dates() throws {
+        for date in [Date(timeIntervalSinceReferenceDate: 0), Date(timeIntervalSince1970: 1_600_000_123.25), .distantPast] {
+            let bytes = try EntityCodec.encode(date)
+            #expect(bytes == (try EntityCodec.encode(date.timeIntervalSinceReferenceDate)))
+            #expect(try EntityCodec.decode(Date.self, from: bytes) == date)
+            #expect(try EntityCodec.decode([Date?].self, from: try EntityCodec.encode([date, nil])) == [date, nil])
+        }
+        #expect(throws: DecodingError.self) { try EntityCodec.decode(Date.self, from: try EntityCodec.encode("x")) }
+    }
+
     @Test("a batch of remote ids with repeats merges like separate writes")
     func repeatedRemoteIDs() async throws {
         let holder = try TemporaryStore()
