@@ -219,7 +219,13 @@ public final class DiskStore<E: LocalEntity>: Store {
         var terms: [IndexTerm] = []
         terms.reserveCapacity(indexNames.count + 1)
         for name in indexNames {
-            let values = entity.entityIndexValue(for: name).indexTerms
+            let indexValue = entity.entityIndexValue(for: name)
+            if case .array = indexValue {} else {
+                // A scalar (or `.none`, whose term is `null`) has exactly one term: no arrays to build.
+                terms.append(IndexTerm(index: name.rawValue, value: indexValue.indexValue))
+                continue
+            }
+            let values = indexValue.indexTerms
             for (i, value) in values.enumerated() where i == 0 || !values[..<i].contains(value) {
                 terms.append(IndexTerm(index: name.rawValue, value: value))
             }
