@@ -59,7 +59,9 @@ let package = Package(
             dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],
             swiftSettings: internalChecks
         ),
-        .testTarget(name: "LucidTests", dependencies: ["Lucid", "LucidEngine"]),
+        // Child process for the request queue's kill -9 test.
+        .executableTarget(name: "lucid-queue-child", dependencies: ["Lucid", "LucidEngine"]),
+        .testTarget(name: "LucidTests", dependencies: ["Lucid", "LucidEngine", "LucidEngineTestSupport", "lucid-queue-child"]),
         // Runs the built lucidctl binary (depending on it makes `swift build` build it first).
         .testTarget(
             name: "LucidctlTests",

@@ -1,99 +1,174 @@
 import Foundation
+import Lucid
 import LucidEngine
 
-// The README's main job until the data-layer demo exists: create a store in a temporary (or given) directory,
-// write 200k books with index terms, delete some atomically, compact, reopen (from the checkpoint), query by key, by
-// range and by secondary index, verify, and print what happened with timings.
+// The README's main job: the Lucid data layer on an embedded store. Builds a store in a temporary (or given)
+// directory with 100k books, runs the seed's example queries through CoreManager, keeps a continuous query open
+// while it writes, compacts, reopens and verifies, and prints what happened with timings.
+
+/// The demo's entity: a plain Codable struct plus a small conformance.
+struct Book: LocalEntity, MutableEntity {
+    typealias Identifier = EntityIdentifier<Book, Int>
+    var identifier: Identifier
+    var title: String
+    var author: String
+    var genre: String
+    var rating: Double
+    var published: Date
+    var tags: [String]
+
+    enum IndexName: String, EntityIndexName { case title, author, genre, rating, published, tags }
+
+    func entityIndexValue(for indexName: IndexName) -> EntityIndexValue {
+        switch indexName {
+        case .title: .string(title)
+        case .author: .string(author)
+        case .genre: .string(genre)
+        case .rating: .double(rating)
+        case .published: .date(published)
+        case .tags: .array(tags.map { .string($0) })
+        }
+    }
+
+    mutating func merge(identifier: Identifier) throws { try self.identifier.merge(with: identifier) }
+}
 
 let arguments = CommandLine.arguments.dropFirst()
 let directory = arguments.first ?? (NSTemporaryDirectory() + "lucid-demo-\(getpid())")
 let removeAfterwards = arguments.first == nil
-let records = 200_000
-let genres = ["fantasy", "history", "science", "poetry", "crime", "travel"]
+let count = 100_000
+let genres = ["fantasy", "history", "science", "poetry", "crime", "travel", "romance"]
+let words = ["Silent", "Crimson", "River", "Empire", "Garden", "Winter", "Stone", "Night", "Glass", "Harbor"]
 let clock = ContinuousClock()
 
-func key(_ i: Int) -> [UInt8] {
-    let digits = String(i)
-    return Array(("book-" + String(repeating: "0", count: 10 - digits.count) + digits).utf8)
+func book(_ i: Int) -> Book {
+    Book(identifier: .remote(i), title: "\(words[i % 10]) \(words[(i / 10) % 10]) \(i)", author: "Author \(i % 2_000)",
+         genre: genres[i % genres.count], rating: Double((i &* 7) % 50) / 10,
+         published: Date(timeIntervalSince1970: 1_000_000_000 + Double(i) * 3_600),
+         tags: i % 3 == 0 ? ["award", "series"] : (i % 3 == 1 ? ["series"] : []))
 }
-func rating(_ i: Int) -> Double { Double((i &* 7) % 50) / 10 }
-func value(_ i: Int) -> [UInt8] {
-    Array(#"{"id":\#(i),"title":"Book number \#(i)","author":"Author \#(i % 997)","genre":"\#(genres[i % genres.count])","rating":\#(rating(i)),"published":\#(1_600_000_000 + i)}"#.utf8)
+func ms(_ d: Duration) -> String {
+    String(format: "%.1f ms", Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
 }
-func terms(_ i: Int) -> [IndexTerm] {
-    [IndexTerm(index: "genre", value: .string(genres[i % genres.count])),
-     IndexTerm(index: "rating", value: .double(rating(i)))]
+func rate(_ n: Int, _ d: Duration) -> String {
+    String(format: "%.0f/s", Double(n) / (Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18))
 }
-func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
-func ms(_ d: Duration) -> String { String(format: "%.1f ms", seconds(d) * 1000) }
 
-do {
+/// Counts the results a continuous query publishes.
+actor Observed {
+    var updates = 0
+    var last: [String] = []
+    func record(_ titles: [String]) { updates += 1; last = titles }
+}
+
+func run() async throws {
     print("store: \(directory)")
     var engine = try Engine.open(at: directory)
-    print("opened (created: \(engine.recoveryReport.created))")
+    var manager = CoreManager(store: CacheStore(memory: InMemoryStore<Book>(limit: 10_000),
+                                                disk: DiskStore<Book>(engine: engine)))
 
-    let loadTime = try clock.measure {
-        var batch = WriteBatch()
-        for i in 0..<records {
-            batch.put(value(i), forKey: key(i), in: "books", indexTerms: terms(i))
-            if batch.count == 1000 { try engine.commitAndWait(batch); batch = WriteBatch() }
+    // A continuous query stays open for the whole write phase.
+    let topFantasy = Query<Book>.filter(.genre == .string("fantasy") && .rating >= .double(4.5))
+        .order([.desc(by: .rating), .asc(by: .title)]).with(limit: 5)
+    let observed = Observed()
+    let continuous = try await manager.search(withQuery: topFantasy).continuous
+    let observer = Task { for await result in continuous { await observed.record(result.map(\.title)) } }
+
+    var elapsed = try await clock.measure {
+        for start in stride(from: 0, to: count, by: 1_000) {
+            try await manager.set((start..<min(count, start + 1_000)).map(book))
         }
-        if !batch.isEmpty { try engine.commitAndWait(batch) }
     }
-    print("loaded \(records) books with 2 index terms each, durable batches of 1000: \(ms(loadTime))"
-          + String(format: " (%.0f records/s)", Double(records) / seconds(loadTime)))
+    print("set \(count) books through CoreManager in batches of 1000 (durable, 6 indexes each): \(ms(elapsed)) (\(rate(count, elapsed)))")
 
-    var deletes = WriteBatch()
-    for i in stride(from: 0, to: records, by: 10) { deletes.delete(key(i), in: "books") }
-    try engine.commitAndWait(deletes)
-    print("deleted every tenth book in one atomic batch; \(engine.count(in: "books")) remain")
-
-    try engine.sealActiveSegment()
-    let before = try engine.storeStatistics()
-    var summary = CompactionSummary()
-    let compactTime = try clock.measure { summary = try engine.compactAndWait() }
-    print("compacted \(summary.inputSegments.count) segments into \(summary.outputSegments.count) in \(ms(compactTime)): "
-          + "\(summary.recordsMoved) records moved, \(summary.bytesBefore >> 10) KiB -> \(summary.bytesAfter >> 10) KiB "
-          + String(format: "(dead before: %.0f%%)", 100 * Double(before.deadBytes) / Double(max(1, before.sizeBytes))))
-
-    try engine.close()
-    let reopenTime = try clock.measure { engine = try Engine.open(at: directory) }
-    let report = engine.recoveryReport
-    print("reopened in \(ms(reopenTime)) (from checkpoint: \(report.checkpointUsed), records replayed: "
-          + "\(report.recordsReplayed)); \(engine.count(in: "books")) live, dropped \(report.droppedBytes) bytes")
-
+    var rng = SystemRandomNumberGenerator()
+    let ids = (0..<20_000).map { _ in Int.random(in: 0..<count, using: &rng) }
     var found = 0
-    let getTime = try clock.measure {
-        for i in 0..<records where try engine.get(key(i), in: "books") != nil { found += 1 }
+    elapsed = try await clock.measure {
+        for id in ids where try await manager.get(byID: .remote(id)) != nil { found += 1 }
     }
-    print("read back \(found) books by key in \(ms(getTime))")
-    let page = try engine.scan(in: "books", range: .prefix(Array("book-00001".utf8)), reverse: true, limit: 3)
-    print("last three keys with prefix book-00001: \(page.map { String(decoding: $0.key, as: UTF8.self) })")
+    print("get(byID:) \(ids.count) random books: \(found) found in \(ms(elapsed)) (\(rate(ids.count, elapsed)))")
 
-    var poetry: [KeyValue] = []
-    let queryTime = try clock.measure {
-        poetry = try engine.records(matching: IndexQuery(keyspace: "books", index: "genre",
-                                                        condition: .equals(.string("poetry")), limit: 20))
+    // The seed's example queries.
+    let examples: [(String, Query<Book>)] = [
+        ("genre == fantasy, limit 20", .filter(.genre == .string("fantasy")).with(limit: 20)),
+        ("genre != fantasy (count)", .filter(.genre != .string("fantasy"))),
+        ("title ~= ^Silent River", .filter(.title ~= .string("^Silent River"))),
+        ("rating > 4.8", .filter(.rating > .double(4.8))),
+        ("rating >= 1 && rating < 1.2", .filter(.rating >= .double(1) && .rating < .double(1.2))),
+        ("genre == poetry || genre == travel", .filter(.genre == .string("poetry") || .genre == .string("travel"))),
+        ("!(tags == series)", .filter(!(.tags == .string("series")))),
+        ("genre >> [crime, history]", .filter(.genre >> ["crime", "history"])),
+        ("identifier >> 5 ids", .filter(.identifier >> [Book.Identifier.remote(5), .remote(50), .remote(500), .remote(5_000), .remote(50_000)])),
+        ("all ordered desc rating, asc title, offset 40, limit 10", Query.all.order([.desc(by: .rating), .asc(by: .title)]).with(offset: 40).with(limit: 10)),
+        ("author == Author 7 grouped by genre", Query.filter(.author == .string("Author 7")).grouped(by: .genre)),
+        ("identifiers in given order", .identifiers([Book.Identifier.remote(9), .remote(3), .remote(6)])),
+        ("complex: title ~= Glass && genre != crime, desc published, limit 10",
+         Query.filter(.title ~= .string("Glass") && .genre != .string("crime")).order([.desc(by: .published)]).with(limit: 10)),
+    ]
+    for (name, query) in examples {
+        var result = QueryResult<Book>.empty
+        let t = try await clock.measure { result = try await manager.search(withQuery: query).once }
+        let groups = result.groupKeys.isEmpty ? "" : ", \(result.groupKeys.count) groups"
+        print("  \(name): \(result.count) books\(groups), \(ms(t))" + (result.count <= 3 ? " \(result.map(\.title))" : ""))
     }
-    print("first 20 poetry books by index in \(ms(queryTime)): \(poetry.prefix(3).map { String(decoding: $0.key, as: UTF8.self) })…")
-    let topRated = engine.keys(matching: IndexQuery(keyspace: "books", index: "rating",
-                                                    condition: .atLeast(.double(4.5)), reverse: true, limit: 5))
-    print("five best rated (rating >= 4.5, descending): \(topRated.map { String(decoding: $0, as: UTF8.self) })")
-    let both = engine.keys(in: "books", where: .and([.match(index: "genre", .equals(.string("crime"))),
-                                                     .match(index: "rating", .between(.double(1.0), .double(1.5)))]))
-    print("crime books rated 1.0…1.5: \(both.count)")
 
-    let verifyTime = try clock.measure {
-        let check = try engine.verify()
-        print("verify: \(check.ok ? "ok" : "PROBLEMS") — \(check.segments) segments, \(check.pages) pages, "
-              + "\(check.records) records, \(check.liveKeys) live keys, \(check.bytes) bytes")
-        for problem in check.problems.prefix(20) { print("  \(problem)") }
-        if !check.ok { exit(2) }
+    // A book created on this device, then the server's id merged in: found by either id.
+    let draft = Book(identifier: .local("draft-1"), title: "My Draft", author: "Me", genre: "essay", rating: 5,
+                     published: Date(), tags: [])
+    try await manager.set(draft)
+    var synced = draft
+    try synced.merge(identifier: .remote(1_000_000, local: "draft-1"))
+    try await manager.set(synced)
+    let byLocal = try await manager.get(byID: .local("draft-1"))
+    let byRemote = try await manager.get(byID: .remote(1_000_000))
+    print("local draft synced: by local id \(byLocal?.identifier.description ?? "missing"), by remote id \(byRemote?.title ?? "missing")")
+
+    // Writes while the continuous query is open.
+    let before = await observed.updates
+    elapsed = try await clock.measure {
+        for i in stride(from: 0, to: 700, by: 7) {   // fantasy books
+            var b = book(i)
+            b.rating = 5.0
+            b.title = "Zz Rerated \(i)"
+            try await manager.set(b)
+        }
+        _ = try await manager.removeAll(withQuery: .filter(.genre == .string("fantasy") && .rating == .double(5.0) && .title ~= .string("^Zz Rerated ")))
     }
-    print("verified in \(ms(verifyTime))")
+    try await Task.sleep(for: .milliseconds(50))
+    print("100 single writes and a removeAll with the continuous query open: \(ms(elapsed)); "
+          + "observer saw \(await observed.updates - before) new results, now \(await observed.last)")
+    observer.cancel()
+
+    // Compact what the overwrites and removals left dead, then reopen and verify.
+    try engine.sealActiveSegment()
+    var summary = CompactionSummary()
+    elapsed = try clock.measure { summary = try engine.compactAndWait() }
+    print("compacted \(summary.inputSegments.count) segments in \(ms(elapsed)): \(summary.recordsMoved) records moved, "
+          + "\(summary.bytesBefore >> 10) KiB -> \(summary.bytesAfter >> 10) KiB")
     try engine.close()
+    elapsed = try clock.measure { engine = try Engine.open(at: directory) }
+    manager = CoreManager(store: DiskStore<Book>(engine: engine))
+    print("reopened in \(ms(elapsed)) (checkpoint: \(engine.recoveryReport.checkpointUsed))")
+    let total = try await manager.all().count
+    let top = try await manager.search(withQuery: topFantasy).once.map(\.title)
+    print("after reopen: \(total) books; top fantasy \(top)")
+    var report: VerifyReport?
+    elapsed = try clock.measure { report = try engine.verify() }
+    print("verify: \(report?.ok == true ? "ok" : "PROBLEMS \(report?.problems ?? [])") in \(ms(elapsed))")
+    try engine.close()
+    guard report?.ok == true, total == count + 1 - 100 else {
+        throw ManagerError.logicalError("expected \(count - 99) books and a clean verify")
+    }
+}
+
+let started = clock.now
+do {
+    try await run()
+    print("demo finished in \(ms(clock.now - started))")
     if removeAfterwards { try? FileManager.default.removeItem(atPath: directory) }
 } catch {
-    print("error: \(error)")
+    print("demo failed: \(error)")
+    if removeAfterwards { try? FileManager.default.removeItem(atPath: directory) }
     exit(1)
 }

@@ -14,6 +14,10 @@ where LocalKey == String {
     var storageKey: [UInt8] { get }
     /// The local value, if any.
     var localValue: String? { get }
+    /// The remote value as the server writes it (e.g. in a URL path), if known.
+    var remoteValueDescription: String? { get }
+    /// The entity type's id (see ``EntityTypeIdentifying``).
+    static var identifierTypeID: String { get }
     /// Folds the halves of `other` into this identifier; throws when they conflict.
     mutating func merge(with other: Self) throws
 }

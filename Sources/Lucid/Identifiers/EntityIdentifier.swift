@@ -49,6 +49,7 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
     public static var identifierTypeID: String { Owner.identifierTypeID }
 
     public var localKey: String? { localValue }
+    public var remoteValueDescription: String? { remoteValue?.description }
     public var remoteKey: RemoteValue? { remoteValue }
 
     /// This identifier with the halves it lacks taken from `other`.

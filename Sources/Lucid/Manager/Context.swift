@@ -40,28 +40,61 @@ public protocol UserAccessValidating: Sendable {
     var userAccess: UserAccess { get }
 }
 
+/// Whether entities read from the backend are written to the local stores.
+public enum PersistenceStrategy: Sendable, Equatable {
+    /// What local stores hold beyond a search's remote result.
+    public enum DeltaStrategy: Sendable, Equatable {
+        /// Keep it.
+        case retainExtraLocalData
+        /// Remove local entities that match an unpaginated search but are absent from the server's result (the
+        /// result is then the complete set).
+        case discardExtraLocalData
+    }
+    /// Write remote results locally (when the user has remote access).
+    case persist(DeltaStrategy)
+    /// Leave the local stores alone.
+    case doNotPersist
+}
+
 /// Where a read's data comes from.
 public indirect enum DataSource: Sendable, Equatable {
     /// Local stores only.
     case local
-    /// Remote stores (`orLocal`: fall back to local stores when the remote fails).
-    case _remote(orLocal: Bool)
-    /// Local stores first, then a remote refresh.
+    /// The backend (`orLocal`: fall back to local stores when it cannot be reached, times out or has nothing new).
+    case _remote(orLocal: Bool, persistence: PersistenceStrategy, trustRemoteFiltering: Bool)
+    /// The local result at once, then the remote one (through the continuous query) — or the remote one when
+    /// the local result is not satisfying.
     case localThen(DataSource)
-    /// Local stores; remote when the local result is empty.
+    /// The local result when satisfying (ids: all found; otherwise: not empty), else the remote one.
     case localOr(DataSource)
 
-    /// Remote stores only.
-    public static func remote() -> DataSource { ._remote(orLocal: false) }
-    /// Remote stores, falling back to local ones.
-    public static func remoteOrLocal() -> DataSource { ._remote(orLocal: true) }
+    /// The backend only. By default results are persisted locally (keeping extra local data) and filtered again.
+    public static func remote(persistenceStrategy: PersistenceStrategy = .persist(.retainExtraLocalData),
+                              trustRemoteFiltering: Bool = false) -> DataSource {
+        ._remote(orLocal: false, persistence: persistenceStrategy, trustRemoteFiltering: trustRemoteFiltering)
+    }
 
-    /// Whether the source names a remote store anywhere.
+    /// The backend, falling back to local stores.
+    public static func remoteOrLocal(persistenceStrategy: PersistenceStrategy = .persist(.retainExtraLocalData),
+                                     trustRemoteFiltering: Bool = false) -> DataSource {
+        ._remote(orLocal: true, persistence: persistenceStrategy, trustRemoteFiltering: trustRemoteFiltering)
+    }
+
+    /// Whether the source names the backend anywhere.
     var needsRemote: Bool {
         switch self {
         case .local: false
         case ._remote: true
         case .localThen(let s), .localOr(let s): s.needsRemote
+        }
+    }
+
+    /// The remote part's options (defaults when the inner source is not remote).
+    var remoteOptions: (persistence: PersistenceStrategy, trust: Bool) {
+        switch self {
+        case ._remote(_, let p, let t): (p, t)
+        case .localThen(let s), .localOr(let s): s.remoteOptions
+        case .local: (.persist(.retainExtraLocalData), false)
         }
     }
 }
@@ -71,13 +104,16 @@ public struct ReadContext<E: Entity>: Sendable {
     public var dataSource: DataSource
     public var contract: any EntityContract
     public var accessValidator: (any UserAccessValidating)?
+    /// A request made at the call site, used instead of the entity type's (it must match the operation).
+    public var remoteRequest: APIRequestConfig?
 
     /// A context; by default local, every entity valid, no access check.
     public init(dataSource: DataSource = .local, contract: any EntityContract = AlwaysValidContract(),
-                accessValidator: (any UserAccessValidating)? = nil) {
+                accessValidator: (any UserAccessValidating)? = nil, remoteRequest: APIRequestConfig? = nil) {
         self.dataSource = dataSource
         self.contract = contract
         self.accessValidator = accessValidator
+        self.remoteRequest = remoteRequest
     }
 }
 
@@ -85,25 +121,33 @@ public struct ReadContext<E: Entity>: Sendable {
 public enum DataTarget: Sendable, Equatable {
     /// Local stores.
     case local
-    /// Remote stores.
+    /// The backend only.
     case remote
-    /// Both.
+    /// Local stores and the backend.
     case localAndRemote
+
+    var includesLocal: Bool { self != .remote }
+    var includesRemote: Bool { self != .local }
 }
 
 /// How a write runs: its target, access validator and ordering timestamp.
-public struct WriteContext<E: Entity>: Sendable {
+public struct WriteContext<E: LocalEntity>: Sendable {
     public var dataTarget: DataTarget
     public var accessValidator: (any UserAccessValidating)?
     /// When the write was decided (nanoseconds since 1970, see ``CoreManager/timestamp()``); a write older than
     /// the last one applied to an identifier is skipped. Nil: now.
     public var originTimestamp: UInt64?
+    /// Builds the backend request for each write (`.request`: return one config; `.derivedFromPath`: decide per
+    /// path). Nil: the entity type's ``RemoteEntity/requestConfig(for:)``.
+    public var remoteRequest: (@Sendable (RemotePath<E>) -> APIRequestConfig?)?
 
     /// A context for `dataTarget`.
     public init(dataTarget: DataTarget = .local, accessValidator: (any UserAccessValidating)? = nil,
-                originTimestamp: UInt64? = nil) {
+                originTimestamp: UInt64? = nil,
+                remoteRequest: (@Sendable (RemotePath<E>) -> APIRequestConfig?)? = nil) {
         self.dataTarget = dataTarget
         self.accessValidator = accessValidator
         self.originTimestamp = originTimestamp
+        self.remoteRequest = remoteRequest
     }
 }

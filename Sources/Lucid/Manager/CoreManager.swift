@@ -15,15 +15,19 @@ import Synchronization
 ///
 /// Use one manager per entity type and store stack: managers do not share observers or write clocks.
 public final class CoreManager<E: LocalEntity>: Sendable {
-    private let stores: [any Store<E>]
-    private let writeLock = AsyncMutex()
+    /// Memory and disk stores, in level order.
+    let stores: [any Store<E>]
+    /// The backend, if the manager has one.
+    let remote: (any RemoteStoring<E>)?
+    let writeLock = AsyncMutex()
     private let clock = Mutex(WriteClock())
     let observers = QueryObservers<E>()
 
     /// A manager over `stores` (read in level order). - Precondition: at least one store.
     public init(stores: [any Store<E>]) {
         precondition(!stores.isEmpty, "a CoreManager needs at least one store")
-        self.stores = stores.sorted { $0.level < $1.level }
+        self.stores = stores.filter { $0.level != .remote }.sorted { $0.level < $1.level }
+        remote = stores.lazy.compactMap { $0 as? any RemoteStoring<E> }.first
     }
 
     /// A manager over one store.
@@ -41,13 +45,20 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
     public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
         let access = try checkRead(context)
+        let found = try await dispatchGet(identifier, context, access: access)
+        try checkUnchanged(access, context.accessValidator)
+        return found
+    }
+
+    /// The local stores' entity for `identifier` (memory before disk), contract-checked.
+    func localGet(_ identifier: E.Identifier, _ context: ReadContext<E>) async throws(ManagerError) -> E? {
         var failure: StoreError?
         var found: E?
-        let query = Query<E>.identifier(identifier)
+        let validates = context.contract.shouldValidate(E.self)
         for store in stores {
             do throws(StoreError) {
                 if let entity = try await store.get(byID: identifier),
-                   context.contract.filter([entity], for: query).count == 1 {
+                   !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
                     found = entity
                     break
                 }
@@ -56,7 +67,6 @@ public final class CoreManager<E: LocalEntity>: Sendable {
             }
         }
         if found == nil, let failure { throw .wrap(failure) }
-        try checkUnchanged(access, context.accessValidator)
         return found
     }
 
@@ -88,12 +98,12 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     func searchOnce(_ query: Query<E>, in context: ReadContext<E>) async throws(ManagerError) -> QueryResult<E> {
         do { try query.validate() } catch { throw .invalidQuery(error) }
         let access = try checkRead(context)
-        let result = try await localSearch(query, contract: context.contract)
+        let result = try await dispatchSearch(query, context, access: access)
         try checkUnchanged(access, context.accessValidator)
         return result
     }
 
-    private func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
+    func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
         var failure: StoreError?
         var last: QueryResult<E>?
         for store in stores {
@@ -109,7 +119,8 @@ public final class CoreManager<E: LocalEntity>: Sendable {
             }
         }
         if let last { return last }
-        throw .wrap(failure ?? .closed)
+        if let failure { throw .wrap(failure) }
+        return .empty
     }
 
     /// Registers an observer of `query` (used by ``ContinuousQuery``).
@@ -148,15 +159,51 @@ public final class CoreManager<E: LocalEntity>: Sendable {
 
     private func write(_ entities: [E], in context: WriteContext<E>) async throws(ManagerError) -> (stored: [E], skipped: Bool) {
         let access = try checkWrite(context)
+        var pending = entities
+        var skipped = false
+        if context.dataTarget.includesLocal {
+            let (stored, wasSkipped) = try await applyLocal(entities, origin: context.originTimestamp)
+            skipped = wasSkipped
+            pending = stored
+            if !context.dataTarget.includesRemote {
+                try checkUnchanged(access, context.accessValidator)
+                return (stored, skipped)
+            }
+        }
+        // The backend: every failure reaches the caller; its answer (a server-assigned id) is folded back locally.
+        guard let remote else { throw .notSupported("this manager has no remote store") }
+        var answered: [E]
+        do { answered = try await remote.set(pending, request: context.remoteRequest) } catch { throw .wrap(error) }
+        if context.dataTarget.includesLocal, answered != pending {
+            answered = try await applyLocal(answered, origin: nil).stored
+        }
+        try checkUnchanged(access, context.accessValidator)
+        return (answered, skipped)
+    }
+
+    /// Writes to the local stores, in order, skipping stale entities; refreshes the observers.
+    func applyLocal(_ entities: [E], origin: UInt64?) async throws(ManagerError) -> (stored: [E], skipped: Bool) {
+        guard !stores.isEmpty else { return (entities, false) }
         await writeLock.lock()
         defer { writeLock.unlock() }
-        let admitted = admit(entities.map(\.identifier), at: context.originTimestamp)
+        let admitted = admit(entities.map(\.identifier), at: origin)
         let current = zip(entities, admitted).filter(\.1).map(\.0)
         guard !current.isEmpty else { return ([], true) }
         let stored: [E] = try await forEachStore { store throws(StoreError) in try await store.set(current) }
-        try checkUnchanged(access, context.accessValidator)
         await refreshObservers(changed: stored, removed: [])
         return (stored, current.count < entities.count)
+    }
+
+    /// Removes from the local stores, skipping stale removals; refreshes the observers.
+    func removeLocal(_ ids: [E.Identifier], origin: UInt64?) async throws(ManagerError) {
+        guard !stores.isEmpty else { return }
+        await writeLock.lock()
+        defer { writeLock.unlock() }
+        let admitted = admit(ids, at: origin)
+        let current = zip(ids, admitted).filter(\.1).map(\.0)
+        guard !current.isEmpty else { return }
+        let _: [E] = try await forEachStore { store throws(StoreError) in try await store.remove(current); return [] }
+        await refreshObservers(changed: [], removed: current)
     }
 
     /// Removes the entity with this identifier. - Throws: ``ManagerError`` when a store fails.
@@ -169,25 +216,30 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     where S.Element == E.Identifier {
         let access = try checkWrite(context)
         let ids = Array(identifiers)
-        await writeLock.lock()
-        defer { writeLock.unlock() }
-        let admitted = admit(ids, at: context.originTimestamp)
-        let current = zip(ids, admitted).filter(\.1).map(\.0)
-        guard !current.isEmpty else { return }
-        let _: [E] = try await forEachStore { store throws(StoreError) in try await store.remove(current); return [] }
+        if context.dataTarget.includesLocal { try await removeLocal(ids, origin: context.originTimestamp) }
+        if context.dataTarget.includesRemote {
+            guard let remote else { throw .notSupported("this manager has no remote store") }
+            do { try await remote.remove(ids) } catch { throw .wrap(error) }
+        }
         try checkUnchanged(access, context.accessValidator)
-        await refreshObservers(changed: [], removed: current)
     }
 
-    /// Removes the entities matching `query` in the local stores and returns their identifiers.
+    /// Removes the entities matching `query` in the local stores and returns their identifiers; with a remote
+    /// target the backend's removeAll request is always sent, even when nothing matched locally (the original
+    /// never sent it then, bug 1.15.5).
     /// - Throws: ``ManagerError/invalidQuery(_:)``, store errors.
     @discardableResult
     public func removeAll(withQuery query: Query<E>, in context: WriteContext<E> = WriteContext()) async throws(ManagerError)
         -> [E.Identifier] {
         do { try query.validate() } catch { throw .invalidQuery(error) }
-        _ = try checkWrite(context)
+        let access = try checkWrite(context)
         let ids = try await localSearch(query, contract: AlwaysValidContract()).entities.map(\.identifier)
-        try await remove(ids, in: context)
+        if context.dataTarget.includesLocal { try await removeLocal(ids, origin: context.originTimestamp) }
+        if context.dataTarget.includesRemote {
+            guard let remote else { throw .notSupported("this manager has no remote store") }
+            do { _ = try await remote.removeAll(query) } catch { throw .wrap(error) }
+        }
+        try checkUnchanged(access, context.accessValidator)
         return ids
     }
 
@@ -241,7 +293,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     }
 
     private func checkRead(_ context: ReadContext<E>) throws(ManagerError) -> UserAccess {
-        if context.dataSource.needsRemote {
+        if context.dataSource.needsRemote && remote == nil {
             throw .notSupported("data source \(context.dataSource) needs a remote store; this manager has local stores only")
         }
         let access = context.accessValidator?.userAccess ?? .remoteAccess
@@ -250,7 +302,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     }
 
     private func checkWrite(_ context: WriteContext<E>) throws(ManagerError) -> UserAccess {
-        if context.dataTarget != .local {
+        if context.dataTarget.includesRemote && remote == nil {
             throw .notSupported("data target \(context.dataTarget) needs a remote store; this manager has local stores only")
         }
         let access = context.accessValidator?.userAccess ?? .remoteAccess
@@ -258,7 +310,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         return access
     }
 
-    private func checkUnchanged(_ access: UserAccess, _ validator: (any UserAccessValidating)?) throws(ManagerError) {
+    func checkUnchanged(_ access: UserAccess, _ validator: (any UserAccessValidating)?) throws(ManagerError) {
         if let validator, validator.userAccess != access { throw .userAccessInvalid }
     }
 }

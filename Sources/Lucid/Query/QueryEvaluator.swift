@@ -67,6 +67,8 @@ struct QueryEvaluator<E: Entity> {
         case .constant(let b):
             return b
         case .and(let l, let r):
+            // Cheap comparisons first: a regex only runs on entities the rest of the filter kept.
+            if Self.hasRegex(l) && !Self.hasRegex(r) { return matches(entity, r) && matches(entity, l) }
             return matches(entity, l) && matches(entity, r)
         case .or(let l, let r):
             return matches(entity, l) || matches(entity, r)
@@ -118,6 +120,15 @@ struct QueryEvaluator<E: Entity> {
         }
     }
 
+    private static func hasRegex(_ filter: Query<E>.Filter) -> Bool {
+        switch filter {
+        case .comparison(_, .match, _): true
+        case .and(let l, let r), .or(let l, let r): hasRegex(l) || hasRegex(r)
+        case .not(let f): hasRegex(f)
+        default: false
+        }
+    }
+
     /// The scalars a property compares by: `[.none]` for an absent value or an empty array.
     private static func scalars(_ value: EntityIndexValue) -> [EntityIndexValue] {
         let scalars = value.scalars
@@ -125,8 +136,22 @@ struct QueryEvaluator<E: Entity> {
     }
 
     /// Whether `lhs` sorts before `rhs` under the query's order; ties broken by identifier, ascending.
-    func precedes(_ lhs: E, _ rhs: E) -> Bool {
-        for order in query.order {
+    func precedes(_ lhs: E, _ rhs: E) -> Bool { precedes(lhs, rhs, nil, nil) }
+
+    /// The sort keys of `entity` for the query's index orders (nil for other order kinds).
+    private func sortKeys(_ entity: E) -> [IndexValue?] {
+        query.order.map { order -> IndexValue? in
+            switch order {
+            case .asc(by: .index(let name)): entity.entityIndexValue(for: name).sortKey(descending: false)
+            case .desc(by: .index(let name)): entity.entityIndexValue(for: name).sortKey(descending: true)
+            default: nil
+            }
+        }
+    }
+
+    /// `precedes` with the index sort keys computed once per entity instead of once per comparison.
+    private func precedes(_ lhs: E, _ rhs: E, _ lk: [IndexValue?]?, _ rk: [IndexValue?]?) -> Bool {
+        for (i, order) in query.order.enumerated() {
             switch order {
             case .asc(by: .identifier):
                 if lhs.identifier < rhs.identifier { return true }
@@ -135,12 +160,12 @@ struct QueryEvaluator<E: Entity> {
                 if rhs.identifier < lhs.identifier { return true }
                 if lhs.identifier < rhs.identifier { return false }
             case .asc(by: .index(let name)):
-                let a = lhs.entityIndexValue(for: name).sortKey(descending: false)
-                let b = rhs.entityIndexValue(for: name).sortKey(descending: false)
+                let a = lk?[i] ?? lhs.entityIndexValue(for: name).sortKey(descending: false)
+                let b = rk?[i] ?? rhs.entityIndexValue(for: name).sortKey(descending: false)
                 if a != b { return a < b }
             case .desc(by: .index(let name)):
-                let a = lhs.entityIndexValue(for: name).sortKey(descending: true)
-                let b = rhs.entityIndexValue(for: name).sortKey(descending: true)
+                let a = lk?[i] ?? lhs.entityIndexValue(for: name).sortKey(descending: true)
+                let b = rk?[i] ?? rhs.entityIndexValue(for: name).sortKey(descending: true)
                 if a != b { return a > b }
             case .natural:
                 continue
@@ -153,6 +178,18 @@ struct QueryEvaluator<E: Entity> {
         return lhs.identifier < rhs.identifier
     }
 
+    /// `list` in the query's order. - Complexity: O(n log n) comparisons, index keys computed n times.
+    func sorted(_ list: [E]) -> [E] {
+        let byIndex = query.order.contains { order in
+            switch order {
+            case .asc(by: .index), .desc(by: .index): true
+            default: false
+            }
+        }
+        guard byIndex, list.count > 1 else { return list.sorted(by: precedes) }
+        return list.map { ($0, sortKeys($0)) }.sorted { precedes($0.0, $1.0, $0.1, $1.1) }.map(\.0)
+    }
+
     /// The query's result from entities that already pass the filter: uniquely, order, window, groups.
     func result(fromMatching entities: [E], alreadyOrdered: Bool = false, alreadyPaginated: Bool = false)
         -> QueryResult<E> {
@@ -161,7 +198,7 @@ struct QueryEvaluator<E: Entity> {
             var seen = DualHashSet<E.Identifier>()
             list = list.filter { seen.insert($0.identifier) }
         }
-        if !alreadyOrdered { list.sort(by: precedes) }
+        if !alreadyOrdered { list = sorted(list) }
         if !alreadyPaginated { list = Self.window(list, offset: query.offset, limit: query.limit) }
         return QueryResult(entities: list, groupedBy: query.groupedBy)
     }

@@ -58,7 +58,9 @@ public final class CacheStore<E: LocalEntity>: Store {
         defer { end() }
         let changed = entities.filter { entity in
             guard let cached = memory.getNow(entity.identifier) else { return true }
-            return cached.shouldOverwrite(with: entity)
+            // Identifier equality ignores a newly known half, so compare the halves too.
+            return cached.shouldOverwrite(with: entity) || cached.identifier.storageKey != entity.identifier.storageKey
+                || cached.identifier.localValue != entity.identifier.localValue
         }
         guard !changed.isEmpty else { return entities.map { memory.getNow($0.identifier) ?? $0 } }
         let stored = try await disk.set(changed)

@@ -49,10 +49,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
         let candidates = query.filter.map(plan) ?? .all(exact: true)
         switch candidates {
         case .all(exact: true):
-            if let ascending = orderedByIdentifier, !query.uniquely, offset == 0, window != 0,
-               snapshot.count(in: keyspace) > 0 {
-                // Read the records in key order in one pass (no B-tree lookup per key). An empty window or
-                // keyspace takes the path below, which reads nothing (so a closed engine still answers empty).
+            if let ascending = orderedByIdentifier, !query.uniquely, offset == 0 {
+                // Read the records in key order in one pass (no B-tree lookup per key).
                 return evaluator.result(fromMatching: try scanInOrder(reverse: !ascending, limit: window),
                                         alreadyOrdered: true, alreadyPaginated: true)
             }
@@ -107,36 +105,27 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// Walks the entries of index `name` matching `condition` in the query's direction, keeping records in
     /// `keys` (all when nil), until `window` distinct records are collected and the term changes (so ties at the
     /// boundary are all present for the final sort). Each record is seen at its first entry in walk order (its
-    /// smallest term ascending, its largest descending, under `.any`). Entries are read in growing chunks, so
-    /// the walk reads about as far as it goes rather than the whole index.
+    /// smallest term ascending, its largest descending, under `.any`).
     private func walkIndex(_ name: E.IndexName, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
                            window: Int) throws(StoreError) -> [E] {
         var seen = Set<[UInt8]>()
         var picked: [[UInt8]] = []
         var boundary: IndexValue?
-        var offset = 0
-        var chunk = 2 * window + 64
         // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
         // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
         // the ties past the boundary need not be read. (Descending, a term's entries come in descending key
         // order, so every tie is collected for the final sort.)
         let inResultOrder = !descending && query.order.count == 1
-        walk: while true {
-            let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
-                                                                condition: condition, reverse: descending,
-                                                                offset: offset, limit: chunk))
-            for entry in entries {
-                if let boundary, entry.value != boundary { break walk }
-                guard keys?.contains(entry.key) ?? true, seen.insert(entry.key).inserted else { continue }
-                picked.append(entry.key)
-                if picked.count >= window {
-                    if inResultOrder { break walk }
-                    if boundary == nil { boundary = entry.value }
-                }
+        snapshot.forEachIndexEntry(keyspace: keyspace, index: name.rawValue, condition: condition,
+                                   reverse: descending) { value, key in
+            if let boundary, value != boundary { return false }
+            guard keys?.contains(key) ?? true, seen.insert(key).inserted else { return true }
+            picked.append(key)
+            if picked.count >= window {
+                if inResultOrder { return false }
+                if boundary == nil { boundary = value }
             }
-            if entries.count < chunk { break }
-            offset += entries.count
-            chunk *= 2
+            return true
         }
         return try fetch(picked)
     }
@@ -231,14 +220,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
     }
 
-    /// The records with an entry matching `condition` in index `name`, as a set (built from the entries
-    /// directly: `keys(in:where:)` would sort them first).
     private func indexKeys(_ name: E.IndexName, _ condition: IndexCondition) -> Set<[UInt8]> {
-        let entries = snapshot.entries(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
-                                                            condition: condition))
-        var keys = Set<[UInt8]>(minimumCapacity: entries.count)
-        for entry in entries { keys.insert(entry.key) }
-        return keys
+        snapshot.keySet(in: keyspace, where: .match(index: name.rawValue, condition))
     }
 
     private func locateKeys(_ ids: [E.Identifier]) -> [[UInt8]] {

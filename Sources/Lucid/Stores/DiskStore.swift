@@ -40,12 +40,8 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        let snapshot = engine.snapshot()
-        let key = identifier.storageKey
-        // Read the storage key directly rather than `contains` then `get`. When that read fails (a closed
-        // engine, I/O), `locate` answers instead, as it always did: nil for a missing record, else the error.
-        if let bytes = try? snapshot.get(key, in: keyspace) { return try decode(bytes, key: key) }
-        return try locate(identifier, storageKey: key, in: snapshot)?.entity
+        let snapshot = try openSnapshot()
+        return try locate(identifier, in: snapshot)?.entity
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -56,16 +52,25 @@ public final class DiskStore<E: LocalEntity>: Store {
     public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
         let evaluator: QueryEvaluator<E>
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
-        return try DiskQueryPlanner(store: self, snapshot: engine.snapshot(), evaluator: evaluator).run()
+        return try DiskQueryPlanner(store: self, snapshot: openSnapshot(), evaluator: evaluator).run()
+    }
+
+    /// A snapshot of the engine. - Throws: ``StoreError/closed`` once the engine is closed (a closed engine's
+    /// snapshot is empty, which must not read as "no entity").
+    func openSnapshot() throws(StoreError) -> Snapshot {
+        if engine.isClosed { throw .closed }
+        return engine.snapshot()
     }
 
     /// The stored record for `identifier`: its key and decoded entity. `storageKey`, when given, is
     /// `identifier.storageKey` (computed once by a caller that needs it too).
     func locate(_ identifier: E.Identifier, storageKey: [UInt8]? = nil,
                 in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        guard let key = locateKey(identifier, storageKey: storageKey, in: snapshot),
-              let entity = try fetch(key, in: snapshot) else { return nil }
-        return (key, entity)
+        let key = storageKey ?? identifier.storageKey
+        if let entity = try fetch(key, in: snapshot) { return (key, entity) }   // one lookup in the common case
+        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
+              found != key, let entity = try fetch(found, in: snapshot) else { return nil }
+        return (found, entity)
     }
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
@@ -122,7 +127,7 @@ public final class DiskStore<E: LocalEntity>: Store {
     /// released when it returns, before the commit: a live snapshot makes the writer copy every B-tree node the
     /// batch touches.
     private func prepareSet(_ entities: [E]) throws(StoreError) -> (WriteBatch, [E]) {
-        let snapshot = engine.snapshot()
+        let snapshot = try openSnapshot()
         var pending = DualHashDictionary<E.Identifier, (key: [UInt8], entity: E)>()
         // The batch's records in the order their keys were first written (nil: delete), and where each key is.
         var writes: [(key: [UInt8], entity: E?)] = []
@@ -192,7 +197,7 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// The batch that deletes the records of `identifiers` (its snapshot released before the commit).
     private func prepareRemove(_ identifiers: [E.Identifier]) throws(StoreError) -> WriteBatch {
-        let snapshot = engine.snapshot()
+        let snapshot = try openSnapshot()
         var batch = WriteBatch()
         var seen = Set<[UInt8]>()
         for identifier in identifiers {

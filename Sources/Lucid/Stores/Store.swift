@@ -41,6 +41,12 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case unencodableEntity(String)
     /// The store was closed.
     case closed
+    /// The backend failed or could not be reached.
+    case api(APIError)
+    /// The backend answered 304 with no body: nothing new (reads fall back to local stores).
+    case emptyResponse
+    /// The store cannot do this (e.g. the entity type has no request for the operation).
+    case notSupported(String)
     /// Several stores failed; `current` is the last one tried.
     indirect case composite(current: StoreError, previous: StoreError)
 
@@ -52,18 +58,33 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
             "entity \(String(decoding: key, as: UTF8.self)) in \(ks) cannot be decoded: \(detail)"
         case .unencodableEntity(let d): "entity cannot be encoded: \(d)"
         case .closed: "the store is closed"
+        case .api(let e): "\(e)"
+        case .emptyResponse: "the server had nothing new (304)"
+        case .notSupported(let d): "not supported: \(d)"
         case .composite(let c, let p): "\(c) (after: \(p))"
         }
     }
 }
 
 extension StoreError {
+    /// Whether a read should fall back to local stores: the server could not be reached, timed out, or had
+    /// nothing new. A chain of errors counts when its latest does (the original never fell back after a
+    /// composite error, bug 1.15.10).
+    public var shouldFallBackToLocal: Bool {
+        switch self {
+        case .api(.networkUnreachable), .api(.timeout), .emptyResponse: true
+        case .composite(let current, _): current.shouldFallBackToLocal
+        default: false
+        }
+    }
+
     /// Wraps an engine or other error thrown below a store.
     static func wrap(_ error: any Error) -> StoreError {
         switch error {
         case let e as StoreError: e
         case let e as LucidError: .engine(e)
         case let e as QueryError: .invalidQuery(e)
+        case let e as APIError: .api(e)
         default: .unencodableEntity("\(error)")
         }
     }

@@ -76,6 +76,9 @@ public final class Engine: Sendable {
         try core.get(key, in: keyspace)
     }
 
+    /// Whether ``close()`` has been called (reads and writes then throw ``LucidError/Code/closed``). - Complexity: O(1).
+    public var isClosed: Bool { core.closedFlag.isSet }
+
     /// A consistent view as of the last commit. - Complexity: O(1).
     public func snapshot() -> Snapshot { Snapshot(core: core, state: core.currentState()) }
 

@@ -17,6 +17,22 @@ extension Snapshot {
         }
     }
 
+    /// Visits the entries of `index` matching `condition` lazily, in term order (descending when `reverse`), with
+    /// each record's primary key; `body` returns false to stop. A record with several matching terms is visited
+    /// once per term. - Complexity: O(log n + k) for k entries visited, no I/O.
+    public func forEachIndexEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool = false,
+                                  _ body: (IndexValue, [UInt8]) throws -> Bool) rethrows {
+        try forEachEntry(keyspace: keyspace, index: index, condition: condition, reverse: reverse) { value, key in
+            try body(value, Array(key))
+        }
+    }
+
+    /// The primary keys of the records in `keyspace` matching `filter`, unsorted (``keys(in:where:)`` without
+    /// its sort). - Complexity: O(log n + k) per condition, no I/O.
+    public func keySet(in keyspace: String, where filter: IndexFilter) -> Set<[UInt8]> {
+        keySet(keyspace, filter)
+    }
+
     /// The index entries matching the query, in its order, after its offset and within its limit (entries, not
     /// distinct records). - Complexity: O(log n + offset + k), no I/O.
     public func entries(matching query: IndexQuery) -> [IndexEntry] {

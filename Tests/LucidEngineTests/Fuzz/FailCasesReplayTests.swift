@@ -713,12 +713,13 @@ enum RecoveryChecks {
 
 /// Input: a header byte (sync mode `always` or `none`; page cache on or off), then operations: puts, deletes,
 /// batches, large puts of up to 128 KiB (a few roll the 1 MiB segments), reopen (close + open), crash
-/// (`FaultFileSystem.crash` with one of the four policies, then open), sync and verify.
+/// (`FaultFileSystem.crash` with one of the four policies, then open), sync, verify, seal (`sealActiveSegment`) and
+/// compaction (every sealed segment, or a fuzzer-chosen adjacent run of them, so deletions are sometimes kept).
 ///
 /// Checks after every step: the engine's contents (scan, count, get) equal the model. After a crash, open succeeds
 /// and yields the model after some commit between the last durable one and the last acknowledged one (exactly the
 /// last acknowledged one with `keepAll`); `verify()` is ok after every reopen and at the end.
-/// TODO: add compaction steps once the engine has compaction.
+/// After a compaction the contents are unchanged and `verify()` is ok; crashes after compactions use the same rule.
 enum OperationChecks {
     static let keyspaces = ["a", "b", "ü-keyspace"]
 
@@ -750,7 +751,7 @@ enum OperationChecks {
         var steps = 0
         while !input.isAtEnd && steps < 48 {
             steps += 1
-            let op = input.int(in: 0...11)
+            let op = input.int(in: 0...13)
             switch op {
             case 0...6:
                 // 0-2: put, 3: delete, 4-5: batch, 6: large put
@@ -815,6 +816,27 @@ enum OperationChecks {
                 log.append("sync")
             case 10:
                 log.append("verify")
+                try requireVerify(engine, log)
+            case 12:
+                // Sealing syncs the active segment first: everything acknowledged is durable.
+                try engine.sealActiveSegment()
+                markDurable()
+                segments = engine.statistics.segments
+                log.append("seal")
+                try compare("seal")
+            case 13:
+                // Compact every sealed segment, or an adjacent run of them (deletions may then be kept).
+                let sealed = try engine.storeStatistics().segments.filter(\.sealed).map(\.id)
+                var run: [UInt64]?
+                if !sealed.isEmpty && input.bool() {
+                    let first = input.int(in: 0...(sealed.count - 1))
+                    let last = input.int(in: first...(sealed.count - 1))
+                    run = Array(sealed[first...last])
+                }
+                let summary = try engine.compactAndWait(CompactionOptions(segments: run))
+                segments = engine.statistics.segments
+                log.append("compact(\(run.map { "\($0.count) of \(sealed.count)" } ?? "all \(sealed.count)"), kept \(summary.tombstonesKept))")
+                try compare("compaction")
                 try requireVerify(engine, log)
             default:
                 let ks = input.pick(keyspaces)

@@ -1,0 +1,106 @@
+/// Reads by data source: local, remote (with persistence and fallback), local-then-remote, local-or-remote.
+extension CoreManager {
+    /// The source a read really uses: local only when the user has local access only.
+    private func effectiveSource(_ context: ReadContext<E>, _ access: UserAccess) -> DataSource {
+        access == .localAccess ? .local : context.dataSource
+    }
+
+    func dispatchGet(_ id: E.Identifier, _ context: ReadContext<E>, access: UserAccess) async throws(ManagerError) -> E? {
+        let source = effectiveSource(context, access)
+        switch source {
+        case .local:
+            return try await localGet(id, context)
+        case ._remote(let orLocal, let persistence, _):
+            return try await remoteGet(id, context, persistence, fallBack: orLocal)
+        case .localThen:
+            if let local = try await localGet(id, context) {
+                // The local entity now; the remote one refreshes the stores and continuous queries after.
+                let persistence = source.remoteOptions.persistence
+                Task { _ = try? await self.remoteGet(id, context, persistence, fallBack: false) }
+                return local
+            }
+            return try await remoteGet(id, context, source.remoteOptions.persistence, fallBack: true)
+        case .localOr:
+            if let local = try await localGet(id, context) { return local }
+            return try await remoteGet(id, context, source.remoteOptions.persistence, fallBack: true)
+        }
+    }
+
+    func dispatchSearch(_ query: Query<E>, _ context: ReadContext<E>, access: UserAccess) async throws(ManagerError)
+        -> QueryResult<E> {
+        let source = effectiveSource(context, access)
+        let (persistence, trust) = source.remoteOptions
+        switch source {
+        case .local:
+            return try await localSearch(query, contract: context.contract)
+        case ._remote(let orLocal, _, _):
+            return try await remoteSearch(query, context, persistence, trust, fallBack: orLocal)
+        case .localThen, .localOr:
+            let local = try await localSearch(query, contract: context.contract)
+            guard isSatisfying(local, for: query) else {
+                return try await remoteSearch(query, context, persistence, trust, fallBack: true)
+            }
+            if case .localThen = source {
+                Task { _ = try? await self.remoteSearch(query, context, persistence, trust, fallBack: false) }
+            }
+            return local
+        }
+    }
+
+    /// A local result is enough: every id of an id query found, or anything found for another query.
+    private func isSatisfying(_ result: QueryResult<E>, for query: Query<E>) -> Bool {
+        if let ids = query.identifiers { return result.count >= DualHashSet(ids).count }
+        return !result.isEmpty
+    }
+
+    private func remoteGet(_ id: E.Identifier, _ context: ReadContext<E>, _ persistence: PersistenceStrategy,
+                           fallBack: Bool) async throws(ManagerError) -> E? {
+        guard let remote else { throw .notSupported("this manager has no remote store") }
+        let started = timestamp()
+        let found: E?
+        do { found = try await remote.get(byID: id, request: context.remoteRequest) } catch {
+            if fallBack && error.shouldFallBackToLocal { return try await localGet(id, context) }
+            throw .wrap(error)
+        }
+        guard let found else { return nil }   // a 404 deletes nothing locally (the original did, bug 1.15.6)
+        let valid = !context.contract.shouldValidate(E.self) || context.contract.isEntityValid(found, for: .identifier(id))
+        guard valid else { return nil }
+        if shouldPersist(persistence, context) {
+            // Stamped when the request started: a local write made meanwhile wins.
+            if let stored = try await applyLocal([found], origin: started).stored.first { return stored }
+            return try await localGet(id, context)
+        }
+        return found
+    }
+
+    private func remoteSearch(_ query: Query<E>, _ context: ReadContext<E>, _ persistence: PersistenceStrategy,
+                              _ trust: Bool, fallBack: Bool) async throws(ManagerError) -> QueryResult<E> {
+        guard let remote else { throw .notSupported("this manager has no remote store") }
+        let started = timestamp()
+        var result: QueryResult<E>
+        do { result = try await remote.search(query, request: context.remoteRequest, trustRemoteFiltering: trust) } catch {
+            if fallBack && error.shouldFallBackToLocal { return try await localSearch(query, contract: context.contract) }
+            throw .wrap(error)
+        }
+        let valid = context.contract.filter(result.entities, for: query)
+        if valid.count != result.count { result = QueryResult(entities: valid, groupedBy: query.groupedBy) }
+        guard shouldPersist(persistence, context) else { return result }
+        _ = try await applyLocal(result.entities, origin: started)
+        if persistence == .persist(.discardExtraLocalData), !query.isPaginated {
+            // The server's answer is the complete set: local matches it lacks are gone.
+            var unwindowed = query
+            unwindowed.groupedBy = nil
+            let local = try await localSearch(unwindowed, contract: AlwaysValidContract())
+            let kept = DualHashSet(result.entities.map(\.identifier))
+            let extra = local.entities.map(\.identifier).filter { !kept.contains($0) }
+            if !extra.isEmpty { try await removeLocal(extra, origin: started) }
+        }
+        return result
+    }
+
+    /// Remote results are written locally when the strategy persists and the user has remote access.
+    private func shouldPersist(_ persistence: PersistenceStrategy, _ context: ReadContext<E>) -> Bool {
+        guard case .persist = persistence, !stores.isEmpty else { return false }
+        return (context.accessValidator?.userAccess ?? .remoteAccess) == .remoteAccess
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// A response from the backend.
+public struct APIResponse: Sendable, Hashable {
+    /// The HTTP status (200–299, or 304).
+    public var status: Int
+    /// Header fields, names lowercased.
+    public var headers: [String: String]
+    /// The body bytes.
+    public var body: [UInt8]
+    /// A 304: the cached representation is still valid; the body is usually empty.
+    public var isNotModified: Bool { status == 304 }
+}
+
+/// Sends requests to the backend. Bring your own by conforming; ``URLSessionAPIClient`` is the default.
+public protocol APIClient: Sendable {
+    /// Sends `request` and returns the response when its status is 2xx or 304.
+    /// - Throws: ``APIError``: unreachable, timeout, another status (with the body), invalid request.
+    func send(_ request: APIRequestConfig) async throws(APIError) -> APIResponse
+}
+
+/// An ``APIClient`` over Foundation's `URLSession` (FoundationNetworking on Linux: it ships with the toolchain,
+/// so it adds no package to build, unlike an NIO-based client).
+///
+/// Every request goes through `prepare` (authentication headers, ...). Identical in-flight requests whose
+/// ``APIRequestConfig/deduplicate`` is set share one network call and its response (the original skipped this on
+/// its async path).
+public final class URLSessionAPIClient: APIClient {
+    /// Scheme, host and port requests go to unless they name their own host.
+    public let host: String
+    /// Seconds before a request without its own timeout gives up.
+    public let defaultTimeout: Double
+    private let prepare: @Sendable (inout URLRequest) -> Void
+    private let session: URLSession
+    private let inFlight = Mutex<[APIRequestConfig: Task<APIResponse, any Error>]>([:])
+    private let sentCount = Mutex(0)
+
+    /// A client for `host` (e.g. `https://api.example.com`).
+    public init(host: String, defaultTimeout: Double = 30, prepare: @escaping @Sendable (inout URLRequest) -> Void = { _ in }) {
+        self.host = host
+        self.defaultTimeout = defaultTimeout
+        self.prepare = prepare
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+    }
+
+    /// Requests actually sent on the network (deduplicated ones count once).
+    public var requestsSent: Int { sentCount.withLock { $0 } }
+
+    public func send(_ request: APIRequestConfig) async throws(APIError) -> APIResponse {
+        let urlRequest = try makeRequest(request)
+        guard request.deduplicate else { return try await perform(urlRequest) }
+        var key = request
+        key.tag = nil
+        let task = inFlight.withLock { map -> Task<APIResponse, any Error> in
+            if let running = map[key] { return running }
+            let task = Task { try await self.perform(urlRequest) }
+            map[key] = task
+            return task
+        }
+        defer { inFlight.withLock { map in if map[key] == task { map[key] = nil } } }
+        do { return try await task.value } catch let error as APIError { throw error } catch {
+            throw .networkUnreachable("\(error)")
+        }
+    }
+
+    private func makeRequest(_ config: APIRequestConfig) throws(APIError) -> URLRequest {
+        var request = URLRequest(url: try config.url(defaultHost: host))
+        request.httpMethod = config.method.rawValue
+        request.timeoutInterval = config.timeoutInterval ?? defaultTimeout
+        for (name, value) in config.headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let body = config.body?.encoded {
+            request.httpBody = body.data
+            request.setValue(body.contentType, forHTTPHeaderField: "Content-Type")
+        }
+        prepare(&request)
+        return request
+    }
+
+    private func perform(_ request: URLRequest) async throws(APIError) -> APIResponse {
+        sentCount.withLock { $0 += 1 }
+        let data: Data
+        let response: URLResponse
+        do { (data, response) = try await session.data(for: request) } catch let error as URLError {
+            switch error.code {
+            case .timedOut: throw .timeout
+            default: throw .networkUnreachable("\(error.code.rawValue): \(error.localizedDescription)")
+            }
+        } catch {
+            throw .networkUnreachable("\(error)")
+        }
+        guard let http = response as? HTTPURLResponse else { throw .undecodableBody("not an HTTP response") }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        let result = APIResponse(status: http.statusCode, headers: headers, body: Array(data))
+        guard (200..<300).contains(http.statusCode) || http.statusCode == 304 else {
+            throw .httpStatus(code: http.statusCode, body: result.body)
+        }
+        return result
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import LucidEngine
+import Synchronization
+
+/// A persistent, ordered queue of backend writes, kept in an engine keyspace so it survives a crash or restart.
+///
+/// - Each request is committed durably before ``enqueue(_:)`` returns, then sent in order, one at a time (every
+///   write is a barrier; reads do not go through the queue).
+/// - When the server cannot be reached or times out, the head request is retried after a growing delay
+///   (``RetryPolicy``); it keeps its place, so later writes never overtake it. Any other outcome (success or an
+///   HTTP error) is final: the request leaves the queue and its outcome goes to the caller waiting in
+///   ``send(_:)`` (if any, in this process) and to every registered handler, which runs before the next request
+///   is sent (a handler that learns a server-assigned id can rewrite the placeholders of queued requests).
+/// - Delivery is at least once: a crash between the server's answer and the removal sends the request again on
+///   the next run.
+public final class APIRequestQueue: Sendable {
+    /// When and how long to retry a request the network could not deliver.
+    public struct RetryPolicy: Sendable {
+        /// First delay, in seconds; doubled after each failure up to `maximumDelay`.
+        public var initialDelay: Double
+        public var maximumDelay: Double
+        public init(initialDelay: Double = 0.25, maximumDelay: Double = 30) {
+            self.initialDelay = initialDelay
+            self.maximumDelay = maximumDelay
+        }
+    }
+
+    /// The final outcome of one queued request.
+    public struct Outcome: Sendable {
+        public var id: UInt64
+        public var request: APIRequestConfig
+        public var result: Result<APIResponse, APIError>
+    }
+
+    private struct State {
+        var nextID: UInt64 = 1
+        var waiters: [UInt64: CheckedContinuation<Result<APIResponse, APIError>, Never>] = [:]
+        var responders: [UInt64: @Sendable (Result<APIResponse, APIError>) async -> Void] = [:]
+        var handlers: [@Sendable (Outcome) async -> Void] = []
+        var wake: CheckedContinuation<Void, Never>?
+        var idle: [CheckedContinuation<Void, Never>] = []
+        var closed = false
+    }
+
+    private let engine: Engine
+    private let client: any APIClient
+    private let keyspace: String
+    private let retry: RetryPolicy
+    private let state = Mutex(State())
+    private let worker = Mutex<Task<Void, Never>?>(nil)
+
+    /// A queue in `keyspace` of `engine`; requests left by an earlier run are sent first.
+    public init(engine: Engine, client: any APIClient, keyspace: String = "__lucid_requests",
+                retry: RetryPolicy = RetryPolicy()) {
+        self.engine = engine
+        self.client = client
+        self.keyspace = keyspace
+        self.retry = retry
+        let last = engine.snapshot().keys(in: keyspace, reverse: true, limit: 1).first.map(Self.id) ?? 0
+        state.withLock { $0.nextID = last + 1 }
+        worker.withLock { $0 = Task { await self.run() } }
+    }
+
+    /// Requests waiting to be delivered. - Complexity: O(1).
+    public var pendingCount: Int { engine.count(in: keyspace) }
+
+    /// Registers a handler for every final outcome, including those of requests queued by an earlier run.
+    public func onOutcome(_ handler: @escaping @Sendable (Outcome) async -> Void) {
+        state.withLock { $0.handlers.append(handler) }
+    }
+
+    /// Queues `request` durably and returns its id. - Throws: ``StoreError`` when it cannot be persisted.
+    @discardableResult
+    public func enqueue(_ request: APIRequestConfig) async throws(StoreError) -> UInt64 {
+        try await enqueue(request, waiting: nil, beforeNext: nil)
+    }
+
+    /// Queues `request` and waits for its final outcome (retrying while the network is down). `beforeNext` runs
+    /// with the outcome before the queue sends its next request (e.g. to rewrite placeholders with a new id).
+    public func send(_ request: APIRequestConfig,
+                     beforeNext: (@Sendable (Result<APIResponse, APIError>) async -> Void)? = nil) async throws(APIError) -> APIResponse {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APIResponse, APIError>, Never>) in
+            Task {
+                do { _ = try await self.enqueue(request, waiting: continuation, beforeNext: beforeNext) } catch {
+                    continuation.resume(returning: .failure(.invalidRequest("the request could not be queued: \(error)")))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Rewrites every queued request naming the local id `local` of `typeID` to name `remote`.
+    public func rewriteIdentifier(typeID: String, local: String, remote: String) async throws(StoreError) {
+        var batch = WriteBatch()
+        do {
+            for record in try engine.snapshot().scan(in: keyspace) {
+                let request = try JSONDecoder().decode(APIRequestConfig.self, from: Data(record.value))
+                let rewritten = request.rewritingIdentifier(typeID: typeID, local: local, remote: remote)
+                if rewritten != request { batch.put(Array(try JSONEncoder().encode(rewritten)), forKey: record.key, in: keyspace) }
+            }
+            if !batch.isEmpty { _ = try await engine.commit(batch) }
+        } catch { throw .wrap(error) }
+    }
+
+    /// Returns once the queue is empty.
+    public func waitUntilEmpty() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let empty = pendingCount == 0
+            if empty { continuation.resume() } else { state.withLock { $0.idle.append(continuation) } }
+        }
+    }
+
+    /// Stops sending (queued requests stay persisted for the next run); waiters get `networkUnreachable`.
+    public func close() async {
+        let (waiters, wake) = state.withLock { s -> ([CheckedContinuation<Result<APIResponse, APIError>, Never>], CheckedContinuation<Void, Never>?) in
+            s.closed = true
+            defer { s.waiters = [:]; s.wake = nil }
+            return (Array(s.waiters.values), s.wake)
+        }
+        wake?.resume()
+        for waiter in waiters { waiter.resume(returning: .failure(.networkUnreachable("the request queue was closed"))) }
+        let task = worker.withLock { $0 }
+        task?.cancel()
+        await task?.value
+    }
+
+    // MARK: Internals
+
+    private static func key(_ id: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: id >> (56 - 8 * UInt64($0))) } }
+    private static func id(_ key: [UInt8]) -> UInt64 { key.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+
+    private func enqueue(_ request: APIRequestConfig,
+                         waiting: CheckedContinuation<Result<APIResponse, APIError>, Never>?,
+                         beforeNext: (@Sendable (Result<APIResponse, APIError>) async -> Void)?) async throws(StoreError) -> UInt64 {
+        let bytes: [UInt8]
+        do { bytes = Array(try JSONEncoder().encode(request)) } catch { throw .unencodableEntity("\(error)") }
+        let id = state.withLock { s -> UInt64 in
+            defer { s.nextID += 1 }
+            if let waiting { s.waiters[s.nextID] = waiting }
+            if let beforeNext { s.responders[s.nextID] = beforeNext }
+            return s.nextID
+        }
+        var batch = WriteBatch()
+        batch.put(bytes, forKey: Self.key(id), in: keyspace)
+        do { _ = try await engine.commit(batch) } catch {
+            state.withLock { _ = $0.waiters.removeValue(forKey: id); _ = $0.responders.removeValue(forKey: id) }
+            throw .wrap(error)
+        }
+        let wake = state.withLock { s -> CheckedContinuation<Void, Never>? in defer { s.wake = nil }; return s.wake }
+        wake?.resume()
+        return id
+    }
+
+    private func run() async {
+        var delay = retry.initialDelay
+        while !Task.isCancelled && !state.withLock({ $0.closed }) {
+            let first: KeyValue?
+            do { first = try engine.snapshot().scan(in: keyspace, limit: 1).first } catch { return }   // engine closed
+            guard let head = first else {
+                let idle = state.withLock { s -> [CheckedContinuation<Void, Never>] in defer { s.idle = [] }; return s.idle }
+                for continuation in idle { continuation.resume() }
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { s -> Bool in
+                        if s.closed || engine.count(in: keyspace) > 0 { return true }
+                        s.wake = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+                continue
+            }
+            let id = Self.id(head.key)
+            guard let request = try? JSONDecoder().decode(APIRequestConfig.self, from: Data(head.value)) else {
+                await finish(id, head.key, APIRequestConfig(method: .get, path: .path("")), .failure(.invalidRequest("undecodable queued request")))
+                continue
+            }
+            do {
+                let response = try await client.send(request)
+                await finish(id, head.key, request, .success(response))
+                delay = retry.initialDelay
+            } catch {
+                switch error {
+                case .networkUnreachable, .timeout:
+                    try? await Task.sleep(for: .seconds(delay))
+                    delay = min(delay * 2, retry.maximumDelay)
+                default:
+                    await finish(id, head.key, request, .failure(error))
+                    delay = retry.initialDelay
+                }
+            }
+        }
+    }
+
+    /// Removes the delivered request, then reports. If the removal cannot be committed the request is sent again
+    /// by the next run: delivery is at least once.
+    private func finish(_ id: UInt64, _ key: [UInt8], _ request: APIRequestConfig, _ result: Result<APIResponse, APIError>) async {
+        var batch = WriteBatch()
+        batch.delete(key, in: keyspace)
+        if (try? await engine.commit(batch)) == nil { state.withLock { $0.closed = true } }
+        let (waiter, responder, handlers) = state.withLock { s in
+            (s.waiters.removeValue(forKey: id), s.responders.removeValue(forKey: id), s.handlers)
+        }
+        let outcome = Outcome(id: id, request: request, result: result)
+        await responder?(result)
+        for handler in handlers { await handler(outcome) }
+        waiter?.resume(returning: result)
+    }
+}

@@ -1,0 +1,144 @@
+/// A store whose level is remote, with the per-call options reads and writes through a backend need.
+public protocol RemoteStoring<E>: Store {
+    /// The entity `identifier` names on the server, or nil on a 404; `request` overrides the entity type's.
+    func get(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError) -> E?
+    /// The server's result for `query`; unless `trustRemoteFiltering`, the filter, order and window are applied
+    /// again locally to what it returned.
+    func search(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
+        -> QueryResult<E>
+    /// Writes with an explicit request builder (nil: the entity type's).
+    func set(_ entities: [E], request: (@Sendable (RemotePath<E>) -> APIRequestConfig?)?) async throws(StoreError) -> [E]
+}
+
+/// The backend as a store: reads and writes through an ``APIClient`` with the requests ``RemoteEntity`` builds.
+///
+/// - `get`: a 404 is "no such entity" (nil), never an error, and never deletes anything locally (the original
+///   deleted the local entity on a 404, bug 1.15.6). A 304 with no body is ``StoreError/emptyResponse``.
+/// - `search`: by default the server's list is filtered, ordered and windowed again with the query (it may not
+///   filter as asked); `.natural` keeps the server's order.
+/// - `set`: one request per entity, `create` for an entity without a remote id and `update` otherwise; the
+///   server's answer (e.g. the remote id it assigned) is returned, folded into the written entity. Every failure
+///   is thrown (the original reported none, bug 1.15.3).
+/// - `removeAll`: always sent when the entity type has a request for it (the original never contacted the server
+///   when nothing matched locally, bug 1.15.5).
+public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
+    /// The client requests go through.
+    public let client: any APIClient
+    /// The persistent queue writes go through, if any (reads never do).
+    public let queue: APIRequestQueue?
+    public var level: StoreLevel { .remote }
+
+    /// A remote store over `client`; with a `queue`, writes are persisted and retried while the server is down,
+    /// and each write call returns once its request is delivered.
+    public init(client: any APIClient, queue: APIRequestQueue? = nil) {
+        self.client = client
+        self.queue = queue
+    }
+
+    /// Sends a write through the queue when there is one.
+    private func sendWrite(_ config: APIRequestConfig,
+                           beforeNext: (@Sendable (Result<APIResponse, APIError>) async -> Void)? = nil) async throws(APIError)
+        -> APIResponse {
+        if let queue { return try await queue.send(config, beforeNext: beforeNext) }
+        return try await client.send(config)
+    }
+
+    public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
+        try await get(byID: identifier, request: nil)
+    }
+
+    public func get(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError) -> E? {
+        let path = RemotePath<E>.get(identifier)
+        guard let config = request ?? E.requestConfig(for: path) else { throw .notSupported("no request for get of \(E.self)") }
+        guard let endpoint = E.endpoint(for: path) else { throw .notSupported("no endpoint decodes get of \(E.self)") }
+        let response: APIResponse
+        do { response = try await client.send(config) } catch {
+            if case .httpStatus(404, _) = error { return nil }
+            throw .api(error)
+        }
+        if response.isNotModified && response.body.isEmpty { throw .emptyResponse }
+        let payload = try decode(response, endpoint)
+        return payload.entities.first { $0.identifier == identifier } ?? payload.entities.first
+    }
+
+    public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
+        try await search(query, request: nil, trustRemoteFiltering: false)
+    }
+
+    public func search(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
+        -> QueryResult<E> {
+        let evaluator: QueryEvaluator<E>
+        do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
+        let path = RemotePath<E>.search(query)
+        guard let config = request ?? E.requestConfig(for: path) else { throw .notSupported("no request for a search of \(E.self)") }
+        guard let endpoint = E.endpoint(for: path) else { throw .notSupported("no endpoint decodes a search of \(E.self)") }
+        let response: APIResponse
+        do { response = try await client.send(config) } catch { throw .api(error) }
+        if response.isNotModified && response.body.isEmpty { throw .emptyResponse }
+        let entities = try decode(response, endpoint).entities
+        let natural = query.order.first == .natural
+        if trustRemoteFiltering {
+            return evaluator.result(fromMatching: entities, alreadyOrdered: natural, alreadyPaginated: true)
+        }
+        return evaluator.result(fromMatching: entities.filter(evaluator.matches), alreadyOrdered: natural)
+    }
+
+    public func set(_ entities: [E]) async throws(StoreError) -> [E] { try await set(entities, request: nil) }
+
+    public func set(_ entities: [E], request: (@Sendable (RemotePath<E>) -> APIRequestConfig?)?) async throws(StoreError) -> [E] {
+        var stored: [E] = []
+        for entity in entities {
+            let path = RemotePath<E>.set(entity)
+            guard let config = request?(path) ?? E.requestConfig(for: path) else {
+                throw .notSupported("no request to write \(E.self)")
+            }
+            // A create's answer names the server's id: queued requests still naming the local id are rewritten
+            // before the queue sends the next one.
+            let endpoint = E.endpoint(for: path)
+            var rewrite: (@Sendable (Result<APIResponse, APIError>) async -> Void)?
+            if case .create = path, let queue, let endpoint, let local = entity.identifier.localValue {
+                rewrite = { result in
+                    guard case .success(let response) = result,
+                          let answer = try? endpoint.decode(Data(response.body)).entities.first,
+                          let remote = answer.identifier.remoteValueDescription else { return }
+                    try? await queue.rewriteIdentifier(typeID: E.identifierTypeID, local: local, remote: remote)
+                }
+            }
+            let response: APIResponse
+            do { response = try await sendWrite(config, beforeNext: rewrite) } catch { throw .api(error) }
+            if let endpoint, !response.body.isEmpty,
+               let answer = try decode(response, endpoint).entities.first {
+                stored.append(EntityMerging.absorbIdentifier(of: entity, into: answer))
+            } else {
+                stored.append(entity)
+            }
+        }
+        return stored
+    }
+
+    public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
+        for identifier in identifiers {
+            guard let config = E.requestConfig(for: .remove(identifier)) else {
+                throw .notSupported("no request to remove \(E.self)")
+            }
+            do { _ = try await sendWrite(config) } catch {
+                if case .httpStatus(404, _) = error { continue }   // already gone
+                throw .api(error)
+            }
+        }
+    }
+
+    public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
+        guard let config = E.requestConfig(for: .removeAll(query)) else {
+            throw .notSupported("no request to remove all \(E.self) matching a query")
+        }
+        do { _ = try await sendWrite(config) } catch { throw .api(error) }
+        return []
+    }
+
+    private func decode(_ response: APIResponse, _ endpoint: RemoteEndpoint<E>) throws(StoreError) -> RemotePayload<E> {
+        do { return try endpoint.decode(Data(response.body)) } catch { throw .api(error) }
+    }
+}
+
+import Foundation
