@@ -81,6 +81,8 @@ struct Report {
         for engine in engines { out.append("  \(engine.durableSettings)") }
         out.append("Each engine runs each phase in a fresh child process; stores live under a temporary directory.")
 
+        // Engine names in a column wide enough for the longest (lucid-coremanager-cached), 14 at least.
+        let nameWidth = max(14, engines.map(\.rawValue.count).max() ?? 0)
         for info in workloadInfos {
             let rows = info.name.hasPrefix("fdatasync_4k") ? ["os"] : engines.map(\.rawValue)
             guard rows.contains(where: { value(info.name, $0) != nil }) else { continue }
@@ -88,7 +90,7 @@ struct Report {
             out.append("\(info.name): \(info.title)")
             out.append("  (\(info.unit), \(info.higherIsBetter ? "higher" : "lower") is better)")
             for row in rows {
-                let name = row.padding(toLength: 14, withPad: " ", startingAt: 0)
+                let name = row.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
                 if let v = value(info.name, row) {
                     let shown = format(v, unit: info.unit)
                     out.append("  \(name)\(String(repeating: " ", count: max(0, 16 - shown.count)))\(shown)")
