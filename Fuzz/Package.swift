@@ -24,16 +24,25 @@ let package = Package(
             // of FuzzRecovery's time. The engine itself stays a debug build with LUCID_INTERNAL_CHECKS.
             swiftSettings: [.define("LUCID_FUZZ_HARNESS"), .unsafeFlags(["-O"])]
         ),
+        // The Lucid data layer's checks: `EntityCodecChecks.swift` is a symlink to
+        // `../Tests/LucidTests/Fuzz/EntityCodecFuzzChecks.swift` (replayed there by `LucidFailCasesReplayTests`).
+        .target(
+            name: "FuzzLucidCommon",
+            dependencies: [.product(name: "Lucid", package: "Lucid")],
+            swiftSettings: [.define("LUCID_FUZZ_HARNESS"), .unsafeFlags(["-O"])]
+        ),
         .executableTarget(name: "FuzzPage", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzManifest", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzRecovery", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzOperations", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzCheckpoint", dependencies: ["FuzzCommon"]),
+        .executableTarget(name: "FuzzEntityCodec", dependencies: ["FuzzCommon", "FuzzLucidCommon"]),
         // Writes seed corpora from real stores (built without sanitizers; see make-seeds.sh).
         .executableTarget(
             name: "MakeSeeds",
             dependencies: [
                 "FuzzCommon",
+                "FuzzLucidCommon",
                 .product(name: "LucidEngine", package: "Lucid"),
                 .product(name: "LucidEngineTestSupport", package: "Lucid"),
             ]

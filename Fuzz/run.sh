@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the LucidEngine libFuzzer targets.
 #
-#   Fuzz/run.sh TARGET [SECONDS]   build TARGET (FuzzPage, FuzzManifest, FuzzCheckpoint, FuzzRecovery, FuzzOperations) with
+#   Fuzz/run.sh TARGET [SECONDS]   build TARGET (FuzzPage, FuzzManifest, FuzzCheckpoint, FuzzRecovery, FuzzOperations,
+#                                  FuzzEntityCodec) with
 #                                  -sanitize=fuzzer,address and fuzz it for SECONDS (default 60) on
 #                                  Fuzz/Corpus/TARGET plus a scratch corpus under /tmp (new inputs land there;
 #                                  copy good ones into Corpus/ by hand, keep it small)
@@ -16,7 +17,7 @@ set -euo pipefail
 
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$FUZZ_DIR")"
-TARGETS=(FuzzPage FuzzManifest FuzzCheckpoint FuzzRecovery FuzzOperations)
+TARGETS=(FuzzPage FuzzManifest FuzzCheckpoint FuzzRecovery FuzzOperations FuzzEntityCodec)
 SCRATCH="${SCRATCH:-/tmp/lucid-fuzz-corpus}"
 export SWIFT_BACKTRACE=enable=no   # the Swift backtracer confuses ASan after a fatalError
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
@@ -30,6 +31,7 @@ target_args() {
         FuzzCheckpoint) echo "-max_len=8192 -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=20" ;;
         FuzzRecovery) echo "-max_len=64 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=30" ;;
         FuzzOperations) echo "-max_len=256 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=60" ;;
+        FuzzEntityCodec) echo "-max_len=4096 -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=10" ;;
     esac
 }
 

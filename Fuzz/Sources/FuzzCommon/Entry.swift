@@ -11,12 +11,18 @@ private let ignoredFailure: String? = getenv("LUCID_FUZZ_IGNORE").map { String(c
 /// Runs one fuzz target's check on the bytes libFuzzer passes and traps with the check's message when an invariant
 /// breaks, so libFuzzer saves the input (`crash-*`). Traps inside the engine surface the same way.
 public func runFuzzCheck(_ target: FuzzTarget, _ start: UnsafeRawPointer, _ count: Int) -> Int32 {
+    runFuzzCheck(named: target.rawValue, target.check, start, count)
+}
+
+/// The same for a target whose check lives outside `FuzzTarget` (the Lucid data layer's targets, in FuzzLucidCommon).
+public func runFuzzCheck(named name: String, _ check: ([UInt8]) throws -> Void, _ start: UnsafeRawPointer,
+                         _ count: Int) -> Int32 {
     let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
     do {
-        try target.check(bytes)
+        try check(bytes)
     } catch {
         if let ignoredFailure, "\(error)".contains(ignoredFailure) { return 0 }
-        fatalError("\(target.rawValue): \(error)")
+        fatalError("\(name): \(error)")
     }
     return 0
 }

@@ -2,9 +2,11 @@
 //   MakeSeeds <Fuzz/Corpus directory>
 // FuzzPage: pages cut out of real segments (with mode byte 0 and 1); FuzzManifest: real manifest slots and segment
 // headers; FuzzCheckpoint: CHECKPOINT files of real stores and checkpoints written by CheckpointWriter on real files,
-// plus a few programs; FuzzRecovery and FuzzOperations: short programs in their input formats (see FuzzChecks.swift).
+// plus a few programs; FuzzRecovery and FuzzOperations: short programs in their input formats (see FuzzChecks.swift);
+// FuzzEntityCodec: records written by EntityCodec (see EntityCodecChecks.swift).
 import Foundation
 import FuzzCommon
+import FuzzLucidCommon
 @_spi(Fuzzing) import LucidEngine
 
 // `MakeSeeds time TARGET FILE...` runs the inputs through TARGET's check without sanitizers and prints timings.
@@ -223,4 +225,7 @@ let operations: [(String, [UInt8])] = [
     ("deletes", [0, 0, 0, 1, 1, 5, 0, 3, 0, 1, 1, 3, 1, 1, 1, 11, 0, 1, 1]),
 ]
 for (name, bytes) in operations { try save("FuzzOperations", name, bytes) }
+
+// FuzzEntityCodec: real records of each kind the check decodes (mode byte + record; see EntityCodecChecks).
+for seed in try EntityCodecChecks.seeds() { try save("FuzzEntityCodec", seed.name, seed.bytes) }
 print("wrote seeds to \(corpus): \(pageSeeds) pages, \(checkpointSeeds) checkpoints")

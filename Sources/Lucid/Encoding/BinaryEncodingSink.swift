@@ -15,6 +15,10 @@ final class BinaryEncodingSink {
     private var nextID = 0
     /// The first misuse found where the `Encoder` API cannot throw (opening a nested container).
     private(set) var deferredError: (any Error)?
+    /// Where the value of an entry must start when an `Encoder` was handed out for it (`superEncoder`): the entry's
+    /// key or place is already written, and if nothing follows by the next write to an enclosing container,
+    /// `empty` is written there so that the next entry is not read as this one's value.
+    private var pendingValue: Int?
 
     func record(_ body: () throws -> Void) {
         do { try body() } catch { if deferredError == nil { deferredError = error } }
@@ -27,10 +31,18 @@ final class BinaryEncodingSink {
         return nextID
     }
 
+    /// Marks the current position as where a value must start (see `pendingValue`).
+    func expectValue() { pendingValue = bytes.count }
+
+    private func settlePendingValue() {
+        if let position = pendingValue, bytes.count == position { bytes.append(EntityCodec.Tag.empty.rawValue) }
+        pendingValue = nil
+    }
+
     /// Closes every container opened inside `id`, so that `id` can take its next entry. The coding path is
-    /// built only for the error.
+    /// built only for an error.
     func prepare(_ id: Int, codingPath: @autoclosure () -> [any CodingKey]) throws {
-        if open.last == id { return }
+        settlePendingValue()
         while let last = open.last, last != id {
             bytes.append(EntityCodec.Tag.end.rawValue)
             open.removeLast()
@@ -39,9 +51,15 @@ final class BinaryEncodingSink {
             throw EncodingError.invalidValue((), .init(codingPath: codingPath(),
                                                        debugDescription: "write into a container that was closed"))
         }
+        // The entry about to be written sits one deeper than its container: refuse what decoding would refuse.
+        if open.count > EntityCodec.maxDepth {
+            throw EncodingError.invalidValue((), .init(codingPath: codingPath(), debugDescription:
+                "value nested deeper than EntityCodec.maxDepth (\(EntityCodec.maxDepth)) containers"))
+        }
     }
 
     func closeAll() {
+        settlePendingValue()
         while !open.isEmpty {
             bytes.append(EntityCodec.Tag.end.rawValue)
             open.removeLast()
@@ -132,6 +150,7 @@ final class BinaryEncodingSink {
             let encoder = BinaryValueEncoder(sink: self, codingPath: codingPath())
             try value.encode(to: encoder)
             // Close what the value opened, so the caller's next entry goes into the caller's container.
+            settlePendingValue()
             while open.count > depth {
                 bytes.append(EntityCodec.Tag.end.rawValue)
                 open.removeLast()

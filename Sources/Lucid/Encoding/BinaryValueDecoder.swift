@@ -145,7 +145,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 
     /// The value position of the first entry named `key`, or nil. Compares bytes in place (no slice or
     /// `UTF8View` iteration): lookups run once per property decoded.
-    private func find(_ key: Key) -> Int? {
+    private func find(_ key: some CodingKey) -> Int? {
         var name = key.stringValue
         return name.withUTF8 { name -> Int? in
             reader.bytes.withUnsafeBufferPointer { bytes -> Int? in
@@ -163,7 +163,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         }
     }
 
-    private func position(_ key: Key) throws -> Int {
+    private func position(_ key: some CodingKey) throws -> Int {
         guard let p = find(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \(key.stringValue)"))
         }
@@ -221,7 +221,9 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         try UnkeyedBinaryDecodingContainer(reader: reader, position: position(key), codingPath: codingPath + [key])
     }
     func superDecoder() throws -> any Decoder {
-        try superDecoder(forKey: Key(stringValue: "super")!)
+        // The entry "super", named by a key of our own: `Key` rarely has a `super` case.
+        BinaryValueDecoder(reader: reader, position: try position(SuperCodingKey()),
+                           codingPath: codingPath + [SuperCodingKey()])
     }
     func superDecoder(forKey key: Key) throws -> any Decoder {
         BinaryValueDecoder(reader: reader, position: try position(key), codingPath: codingPath + [key])

@@ -3,8 +3,11 @@ final class BinaryValueEncoder: Encoder {
     let sink: BinaryEncodingSink
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
-    /// The container this encoder opened (asking again returns the same one).
+    /// The container this encoder opened (asking again for the same kind returns the same one).
     private var containerID: Int?
+    private var containerTag: EntityCodec.Tag?
+    /// Whether a value was written through a single-value container (the encoder's one value).
+    private var wroteSingleValue = false
 
     init(sink: BinaryEncodingSink, codingPath: [any CodingKey]) {
         self.sink = sink
@@ -12,10 +15,28 @@ final class BinaryValueEncoder: Encoder {
     }
 
     private func container(_ tag: EntityCodec.Tag) -> Int {
+        // An encoder holds one value: a second container of another kind, or one after a single value, would write
+        // a malformed record (JSONEncoder traps on both).
+        if wroteSingleValue || (containerTag != nil && containerTag != tag) {
+            sink.record { throw misuse("a container requested after this encoder's value was written") }
+        }
         if let containerID { return containerID }
         let id = sink.openContainer(tag)
         containerID = id
+        containerTag = tag
         return id
+    }
+
+    /// Called before a single-value container writes: throws unless it is the encoder's first and only value.
+    func claimSingleValue() throws {
+        guard containerID == nil, !wroteSingleValue else {
+            throw misuse("a second value written through a single-value container")
+        }
+        wroteSingleValue = true
+    }
+
+    private func misuse(_ description: String) -> EncodingError {
+        EncodingError.invalidValue((), .init(codingPath: codingPath, debugDescription: description))
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -27,7 +48,7 @@ final class BinaryValueEncoder: Encoder {
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        SingleValueBinaryEncodingContainer(sink: sink, codingPath: codingPath)
+        SingleValueBinaryEncodingContainer(sink: sink, encoder: self, codingPath: codingPath)
     }
 }
 
@@ -36,7 +57,7 @@ struct KeyedBinaryEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     let id: Int
     let codingPath: [any CodingKey]
 
-    private func begin(_ key: Key) throws {
+    private func begin(_ key: some CodingKey) throws {
         try sink.prepare(id, codingPath: codingPath + [key])
         sink.writeKey(key.stringValue)
     }
@@ -67,10 +88,16 @@ struct KeyedBinaryEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
         return UnkeyedBinaryEncodingContainer(sink: sink, id: sink.openContainer(.unkeyed), codingPath: codingPath + [key])
     }
 
-    mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+    /// The entry "super", named by a key of our own: `Key` rarely has a `super` case.
+    mutating func superEncoder() -> any Encoder {
+        sink.record { try begin(SuperCodingKey()) }
+        sink.expectValue()
+        return BinaryValueEncoder(sink: sink, codingPath: codingPath + [SuperCodingKey()])
+    }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         sink.record { try begin(key) }
+        sink.expectValue()
         return BinaryValueEncoder(sink: sink, codingPath: codingPath + [key])
     }
 }
@@ -116,21 +143,26 @@ struct UnkeyedBinaryEncodingContainer: UnkeyedEncodingContainer {
 
     mutating func superEncoder() -> any Encoder {
         sink.record { try begin() }
+        sink.expectValue()
         return BinaryValueEncoder(sink: sink, codingPath: codingPath)
     }
 }
 
 struct SingleValueBinaryEncodingContainer: SingleValueEncodingContainer {
     let sink: BinaryEncodingSink
+    let encoder: BinaryValueEncoder
     let codingPath: [any CodingKey]
 
-    mutating func encodeNil() throws { sink.writeNil() }
-    mutating func encode(_ value: Bool) throws { sink.writeBool(value) }
-    mutating func encode(_ value: String) throws { sink.writeString(value) }
-    mutating func encode(_ value: Double) throws { sink.writeDouble(value) }
-    mutating func encode(_ value: Float) throws { sink.writeFloat(value) }
-    mutating func encode(_ value: Int) throws { sink.writeInt(Int64(value)) }
-    mutating func encode(_ value: Int64) throws { sink.writeInt(value) }
-    mutating func encode(_ value: UInt64) throws { sink.writeUInt(value) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try sink.encodeValue(value, codingPath: codingPath) }
+    mutating func encodeNil() throws { try encoder.claimSingleValue(); sink.writeNil() }
+    mutating func encode(_ value: Bool) throws { try encoder.claimSingleValue(); sink.writeBool(value) }
+    mutating func encode(_ value: String) throws { try encoder.claimSingleValue(); sink.writeString(value) }
+    mutating func encode(_ value: Double) throws { try encoder.claimSingleValue(); sink.writeDouble(value) }
+    mutating func encode(_ value: Float) throws { try encoder.claimSingleValue(); sink.writeFloat(value) }
+    mutating func encode(_ value: Int) throws { try encoder.claimSingleValue(); sink.writeInt(Int64(value)) }
+    mutating func encode(_ value: Int64) throws { try encoder.claimSingleValue(); sink.writeInt(value) }
+    mutating func encode(_ value: UInt64) throws { try encoder.claimSingleValue(); sink.writeUInt(value) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        try encoder.claimSingleValue()
+        try sink.encodeValue(value, codingPath: codingPath)
+    }
 }

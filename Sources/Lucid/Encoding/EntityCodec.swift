@@ -3,12 +3,14 @@
 /// A record is a format-version byte (``formatVersion``) and one tagged value (docs/ENTITY_FORMAT.md).
 /// Keyed containers store their keys, so decoding finds properties by name: a property added later decodes
 /// as absent (`decodeIfPresent` gives nil) from records written before it, and a removed property is skipped.
-/// Decoding checks every length against the bytes left and bounds nesting depth, so hostile bytes give a
-/// `DecodingError`, never a crash or an allocation sized by the input.
+/// Decoding first checks that the record is exactly one well-formed value (every length against the bytes left,
+/// nesting depth bounded, no bytes after it), so hostile bytes give a `DecodingError`, never a crash or an
+/// allocation sized by the input.
 public enum EntityCodec {
     /// The version byte every record starts with; a record with another version is refused.
     public static let formatVersion: UInt8 = 1
-    /// The deepest nesting of containers a record may have.
+    /// The deepest a value may sit: the record's value is at depth 0, a value inside a container at depth d is at
+    /// d + 1. Decoding refuses a record with a deeper value, and encoding refuses to write one.
     public static let maxDepth = 128
 
     enum Tag: UInt8 {
@@ -18,7 +20,8 @@ public enum EntityCodec {
 
     /// Encodes `value`. - Complexity: O(size of the value). - Throws: `EncodingError` when the value's
     /// `encode(to:)` throws or uses containers out of order (writing to a parent before a nested container
-    /// it opened is finished is allowed; writing to a finished container is not).
+    /// it opened is finished is allowed; writing to a finished container is not), or when it nests deeper
+    /// than ``maxDepth``.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let sink = BinaryEncodingSink()
         sink.bytes.reserveCapacity(256)
@@ -40,8 +43,24 @@ public enum EntityCodec {
                 codingPath: [], debugDescription: "entity record format version \(version), expected \(formatVersion)"))
         }
         let reader = BinaryReader(bytes: bytes)
+        // The whole record must be one well-formed value ending at the last byte. Containers walk only the parts
+        // a type reads, so without this a truncated top-level array, a type that reads nothing (an empty struct)
+        // or trailing garbage would decode.
+        guard try reader.skip(at: 1, []) == bytes.count else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [],
+                                                    debugDescription: "bytes after the entity record's value"))
+        }
         let decoder = BinaryValueDecoder(reader: reader, position: 1, codingPath: [])
         let value = try T(from: decoder)
         return value
     }
+}
+
+/// The key of the entry `superEncoder()` and `superDecoder()` use, "super" as in `JSONEncoder`.
+struct SuperCodingKey: CodingKey {
+    var stringValue: String { "super" }
+    var intValue: Int? { nil }
+    init() {}
+    init?(stringValue: String) { guard stringValue == "super" else { return nil } }
+    init?(intValue: Int) { nil }
 }

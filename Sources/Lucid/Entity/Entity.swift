@@ -8,8 +8,7 @@ public protocol EntityIdentifiable {
 
 /// What Lucid needs of an identifier type. ``EntityIdentifier`` is the implementation; the protocol exists so
 /// that generic code can name an entity's identifier without its remote value type.
-public protocol EntityIdentifierProtocol: DualHashable, Comparable, Codable, Sendable, CustomStringConvertible
-where LocalKey == String {
+public protocol EntityIdentifierProtocol: DualHashable, Comparable, Codable, Sendable, CustomStringConvertible {
     /// The key the disk store files the entity under (see ``EntityIdentifier/storageKey``).
     var storageKey: [UInt8] { get }
     /// The local value, if any.

@@ -101,6 +101,19 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
         return removeSlot(slot)
     }
 
+    /// Removes every entry equal to `key` under the identifier rule (see ``values(matching:)``: the one holding
+    /// its remote half and the one holding only its local half) and returns their values.
+    @discardableResult
+    public mutating func removeValues(matching key: Key) -> [Value] {
+        var found: [Int] = []
+        if let remote = key.remoteKey, let slot = byRemote[remote] { found.append(slot) }
+        if let local = key.localKey, let slot = byLocal[local], !found.contains(slot) {
+            let stored = slots[slot]?.key.remoteKey
+            if key.remoteKey == nil || stored == nil || stored == key.remoteKey { found.append(slot) }
+        }
+        return found.compactMap { removeSlot($0) }
+    }
+
     /// Removes every entry.
     public mutating func removeAll() { self = DualHashDictionary() }
 

@@ -16,7 +16,8 @@ extension EntityTypeIdentifying {
 /// device), a remote value (assigned by the server), or both once the server has answered.
 ///
 /// Equality follows Lucid's rule: `local == (local, remote)`, `remote == (local, remote)`, `local != remote`.
-/// Two identifiers with remote values compare by them; otherwise by their local values. That equality is not
+/// Two identifiers with remote values compare by them; otherwise by their local values. Values compare by their
+/// bytes (strings by UTF-8, see ``ByteString``), as the disk store keys them. That equality is not
 /// transitive, so identifiers are ``DualHashable`` rather than `Hashable`: use ``DualHashDictionary`` and
 /// ``DualHashSet`` to key by them.
 ///
@@ -48,9 +49,9 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
     /// The entity type's id (see ``EntityTypeIdentifying``).
     public static var identifierTypeID: String { Owner.identifierTypeID }
 
-    public var localKey: String? { localValue }
+    public var localKey: ByteString? { localValue.map(ByteString.init) }
+    public var remoteKey: RemoteValue.HashKey? { remoteValue?.hashKey }
     public var remoteValueDescription: String? { remoteValue?.description }
-    public var remoteKey: RemoteValue? { remoteValue }
 
     /// This identifier with the halves it lacks taken from `other`.
     public func absorbing(_ other: Self) -> Self {

@@ -5,6 +5,10 @@ public protocol RemoteIdentifierValue: Hashable, Comparable, Codable, Sendable, 
     var orderedBytes: [UInt8] { get }
     /// Whether this value's ``orderedBytes`` sort before `other`'s (override for speed; must agree).
     func orderedPrecedes(_ other: Self) -> Bool
+    /// What identifiers hash and compare this value by: equal exactly when the ``orderedBytes`` are equal.
+    associatedtype HashKey: Hashable & Sendable
+    /// This value's ``HashKey``.
+    var hashKey: HashKey { get }
 }
 
 extension RemoteIdentifierValue {
@@ -18,10 +22,12 @@ extension Int: RemoteIdentifierValue {
         return (0..<8).map { UInt8(truncatingIfNeeded: biased >> (56 - 8 * UInt64($0))) }
     }
     public func orderedPrecedes(_ other: Int) -> Bool { self < other }
+    public var hashKey: Int { self }
 }
 
 extension Int64: RemoteIdentifierValue {
     public func orderedPrecedes(_ other: Int64) -> Bool { self < other }
+    public var hashKey: Int64 { self }
     /// Big-endian with the sign bit flipped, so byte order is numeric order.
     public var orderedBytes: [UInt8] { Int(self).orderedBytes }
 }
@@ -30,4 +36,6 @@ extension String: RemoteIdentifierValue {
     /// The UTF-8 bytes (identifiers order by these bytes, not by `String`'s `<`).
     public var orderedBytes: [UInt8] { Array(utf8) }
     public func orderedPrecedes(_ other: String) -> Bool { utf8.lexicographicallyPrecedes(other.utf8) }
+    /// By UTF-8 bytes, not canonical equivalence.
+    public var hashKey: ByteString { ByteString(self) }
 }

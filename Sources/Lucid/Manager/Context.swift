@@ -106,14 +106,19 @@ public struct ReadContext<E: Entity>: Sendable {
     public var accessValidator: (any UserAccessValidating)?
     /// A request made at the call site, used instead of the entity type's (it must match the operation).
     public var remoteRequest: APIRequestConfig?
+    /// Where entities of other types nested in a remote payload are persisted (e.g. a ``ManagerRegistry``);
+    /// nil: they are dropped.
+    public var payloadPersistence: (any PayloadPersisting)?
 
     /// A context; by default local, every entity valid, no access check.
     public init(dataSource: DataSource = .local, contract: any EntityContract = AlwaysValidContract(),
-                accessValidator: (any UserAccessValidating)? = nil, remoteRequest: APIRequestConfig? = nil) {
+                accessValidator: (any UserAccessValidating)? = nil, remoteRequest: APIRequestConfig? = nil,
+                payloadPersistence: (any PayloadPersisting)? = nil) {
         self.dataSource = dataSource
         self.contract = contract
         self.accessValidator = accessValidator
         self.remoteRequest = remoteRequest
+        self.payloadPersistence = payloadPersistence
     }
 }
 

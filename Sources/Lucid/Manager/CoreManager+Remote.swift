@@ -58,10 +58,12 @@ extension CoreManager {
         guard let remote else { throw .notSupported("this manager has no remote store") }
         let started = timestamp()
         let found: E?
-        do { found = try await remote.get(byID: id, request: context.remoteRequest) } catch {
+        let related: [RelatedEntities]
+        do { (found, related) = try await remote.fetch(byID: id, request: context.remoteRequest) } catch {
             if fallBack && error.shouldFallBackToLocal { return try await localGet(id, context) }
             throw .wrap(error)
         }
+        if shouldPersist(persistence, context) { try await persistRelated(related, context) }
         guard let found else { return nil }   // a 404 deletes nothing locally (the original did, bug 1.15.6)
         let valid = !context.contract.shouldValidate(E.self) || context.contract.isEntityValid(found, for: .identifier(id))
         guard valid else { return nil }
@@ -78,13 +80,15 @@ extension CoreManager {
         guard let remote else { throw .notSupported("this manager has no remote store") }
         let started = timestamp()
         var result: QueryResult<E>
-        do { result = try await remote.search(query, request: context.remoteRequest, trustRemoteFiltering: trust) } catch {
+        let related: [RelatedEntities]
+        do { (result, related) = try await remote.fetch(query, request: context.remoteRequest, trustRemoteFiltering: trust) } catch {
             if fallBack && error.shouldFallBackToLocal { return try await localSearch(query, contract: context.contract) }
             throw .wrap(error)
         }
         let valid = context.contract.filter(result.entities, for: query)
         if valid.count != result.count { result = QueryResult(entities: valid, groupedBy: query.groupedBy) }
         guard shouldPersist(persistence, context) else { return result }
+        try await persistRelated(related, context)
         _ = try await applyLocal(result.entities, origin: started)
         if persistence == .persist(.discardExtraLocalData), !query.isPaginated {
             // The server's answer is the complete set: local matches it lacks are gone.
@@ -96,6 +100,12 @@ extension CoreManager {
             if !extra.isEmpty { try await removeLocal(extra, origin: started) }
         }
         return result
+    }
+
+    /// Nested entities of other types go through the context's payload persistence (their own managers).
+    private func persistRelated(_ related: [RelatedEntities], _ context: ReadContext<E>) async throws(ManagerError) {
+        guard let persisting = context.payloadPersistence else { return }
+        for batch in related { try await batch.apply(persisting) }
     }
 
     /// Remote results are written locally when the strategy persists and the user has remote access.

@@ -53,16 +53,16 @@ struct WriteClock {
 
 /// An identifier reduced to its halves' storage forms, so the clock can key identifiers of any entity type.
 struct AnyHashableIdentifierKey: DualHashable {
-    let localKey: String?
+    let localKey: ByteString?
     let remoteKey: [UInt8]?
 
     init<I: EntityIdentifierProtocol>(_ identifier: I) {
-        localKey = identifier.localValue
+        localKey = identifier.localValue.map(ByteString.init)
         let storage = identifier.storageKey
         remoteKey = storage.first == 0x72 ? storage : nil
     }
 
-    private init(localKey: String?, remoteKey: [UInt8]?) {
+    private init(localKey: ByteString?, remoteKey: [UInt8]?) {
         self.localKey = localKey
         self.remoteKey = remoteKey
     }

@@ -12,31 +12,43 @@ public struct RemoteEndpoint<E: LocalEntity>: Sendable {
     /// A custom decoder.
     public init(decode: @escaping @Sendable (Data) throws(APIError) -> RemotePayload<E>) { self.decode = decode }
 
-    /// One `Payload` at `baseKey` (e.g. `["result"]`; empty: the document), turned into an entity.
+    /// One `Payload` at `baseKey` (e.g. `["result"]`; empty: the document), turned into an entity; `related`
+    /// lists the entities of other types nested in it (persisted through a ``PayloadPersisting``).
     public static func entity<Payload: Decodable & Sendable>(_ type: Payload.Type, at baseKey: [String] = [],
-                                                  _ transform: @escaping @Sendable (Payload) -> E) -> RemoteEndpoint {
+                                                  _ transform: @escaping @Sendable (Payload) -> E,
+                                                  related: (@Sendable (Payload) -> [RelatedEntities])? = nil) -> RemoteEndpoint {
         RemoteEndpoint { (data: Data) throws(APIError) -> RemotePayload<E> in
             let node = try JSONNode.parse(data, at: baseKey)
-            do { return RemotePayload(entities: [transform(try node.decode(Payload.self))], metadata: node.metadata) } catch {
+            do {
+                let payload = try node.decode(Payload.self)
+                return RemotePayload(entities: [transform(payload)], metadata: node.metadata, related: related?(payload) ?? [])
+            } catch {
                 throw .undecodableBody("\(error)")
             }
         }
     }
 
-    /// A list of `Payload` at `baseKey`, each turned into an entity; undecodable elements are dropped.
+    /// A list of `Payload` at `baseKey`, each turned into an entity; undecodable elements are dropped; `related`
+    /// lists the entities of other types nested in each element.
     public static func list<Payload: Decodable & Sendable>(_ type: Payload.Type, at baseKey: [String] = [],
-                                                _ transform: @escaping @Sendable (Payload) -> E) -> RemoteEndpoint {
+                                                _ transform: @escaping @Sendable (Payload) -> E,
+                                                related: (@Sendable (Payload) -> [RelatedEntities])? = nil) -> RemoteEndpoint {
         RemoteEndpoint { (data: Data) throws(APIError) -> RemotePayload<E> in
             let node = try JSONNode.parse(data, at: baseKey)
             guard let elements = node.value as? [Any] else { throw .undecodableBody("\(baseKey) is not a list") }
             var entities: [E] = []
             var dropped: [String] = []
+            var nested: [RelatedEntities] = []
             for (i, element) in elements.enumerated() {
-                do { entities.append(transform(try JSONNode(value: element, metadata: nil).decode(Payload.self))) } catch {
+                do {
+                    let payload = try JSONNode(value: element, metadata: nil).decode(Payload.self)
+                    entities.append(transform(payload))
+                    if let related { nested += related(payload) }
+                } catch {
                     dropped.append("element \(i): \(error)")
                 }
             }
-            return RemotePayload(entities: entities, metadata: node.metadata, droppedElements: dropped)
+            return RemotePayload(entities: entities, metadata: node.metadata, droppedElements: dropped, related: nested)
         }
     }
 }
@@ -48,11 +60,15 @@ public struct RemotePayload<E: LocalEntity>: Sendable {
     public var metadata: [String: String]?
     /// Why list elements were dropped (one line each).
     public var droppedElements: [String] = []
+    /// Entities of other types nested in the payload.
+    public var related: [RelatedEntities] = []
 
-    public init(entities: [E], metadata: [String: String]? = nil, droppedElements: [String] = []) {
+    public init(entities: [E], metadata: [String: String]? = nil, droppedElements: [String] = [],
+                related: [RelatedEntities] = []) {
         self.entities = entities
         self.metadata = metadata
         self.droppedElements = droppedElements
+        self.related = related
     }
 }
 

@@ -1,11 +1,13 @@
 /// A store whose level is remote, with the per-call options reads and writes through a backend need.
 public protocol RemoteStoring<E>: Store {
-    /// The entity `identifier` names on the server, or nil on a 404; `request` overrides the entity type's.
-    func get(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError) -> E?
-    /// The server's result for `query`; unless `trustRemoteFiltering`, the filter, order and window are applied
-    /// again locally to what it returned.
-    func search(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
-        -> QueryResult<E>
+    /// The entity `identifier` names on the server (nil on a 404) and the other entities nested in the answer;
+    /// `request` overrides the entity type's.
+    func fetch(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError)
+        -> (entity: E?, related: [RelatedEntities])
+    /// The server's result for `query` and the other entities nested in it; unless `trustRemoteFiltering`, the
+    /// filter, order and window are applied again locally to what it returned.
+    func fetch(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
+        -> (result: QueryResult<E>, related: [RelatedEntities])
     /// Writes with an explicit request builder (nil: the entity type's).
     func set(_ entities: [E], request: (@Sendable (RemotePath<E>) -> APIRequestConfig?)?) async throws(StoreError) -> [E]
 }
@@ -44,29 +46,30 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
     }
 
     public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
-        try await get(byID: identifier, request: nil)
+        try await fetch(byID: identifier, request: nil).entity
     }
 
-    public func get(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError) -> E? {
+    public func fetch(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError)
+        -> (entity: E?, related: [RelatedEntities]) {
         let path = RemotePath<E>.get(identifier)
         guard let config = request ?? E.requestConfig(for: path) else { throw .notSupported("no request for get of \(E.self)") }
         guard let endpoint = E.endpoint(for: path) else { throw .notSupported("no endpoint decodes get of \(E.self)") }
         let response: APIResponse
         do { response = try await client.send(config) } catch {
-            if case .httpStatus(404, _) = error { return nil }
+            if case .httpStatus(404, _) = error { return (nil, []) }
             throw .api(error)
         }
         if response.isNotModified && response.body.isEmpty { throw .emptyResponse }
         let payload = try decode(response, endpoint)
-        return payload.entities.first { $0.identifier == identifier } ?? payload.entities.first
+        return (payload.entities.first { $0.identifier == identifier } ?? payload.entities.first, payload.related)
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
-        try await search(query, request: nil, trustRemoteFiltering: false)
+        try await fetch(query, request: nil, trustRemoteFiltering: false).result
     }
 
-    public func search(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
-        -> QueryResult<E> {
+    public func fetch(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
+        -> (result: QueryResult<E>, related: [RelatedEntities]) {
         let evaluator: QueryEvaluator<E>
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
         let path = RemotePath<E>.search(query)
@@ -75,12 +78,12 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
         let response: APIResponse
         do { response = try await client.send(config) } catch { throw .api(error) }
         if response.isNotModified && response.body.isEmpty { throw .emptyResponse }
-        let entities = try decode(response, endpoint).entities
+        let payload = try decode(response, endpoint)
         let natural = query.order.first == .natural
         if trustRemoteFiltering {
-            return evaluator.result(fromMatching: entities, alreadyOrdered: natural, alreadyPaginated: true)
+            return (evaluator.result(fromMatching: payload.entities, alreadyOrdered: natural, alreadyPaginated: true), payload.related)
         }
-        return evaluator.result(fromMatching: entities.filter(evaluator.matches), alreadyOrdered: natural)
+        return (evaluator.result(fromMatching: payload.entities.filter(evaluator.matches), alreadyOrdered: natural), payload.related)
     }
 
     public func set(_ entities: [E]) async throws(StoreError) -> [E] { try await set(entities, request: nil) }

@@ -201,8 +201,8 @@ public final class DiskStore<E: LocalEntity>: Store {
         var batch = WriteBatch()
         var seen = Set<[UInt8]>()
         for identifier in identifiers {
-            guard let found = try locate(identifier, in: snapshot), seen.insert(found.key).inserted else { continue }
-            batch.delete(found.key, in: keyspace)
+            // Every record equal to the id: also a copy still filed under its local value alone.
+            for key in locateKeys(identifier, in: snapshot) where seen.insert(key).inserted { batch.delete(key, in: keyspace) }
         }
         return batch
     }

@@ -65,11 +65,13 @@ public final class InMemoryStore<E: LocalEntity>: Store {
             return entity
         }
 
+        /// Removes every entity equal to `identifier` (two when it was stored once by each half alone).
         mutating func remove(_ identifier: E.Identifier) {
-            guard let i = index.removeValue(forKey: identifier) else { return }
-            unlink(i)
-            nodes[i] = nil
-            free.append(i)
+            for i in index.removeValues(matching: identifier) {
+                unlink(i)
+                nodes[i] = nil
+                free.append(i)
+            }
         }
 
         mutating func evict(downTo limit: Int) {

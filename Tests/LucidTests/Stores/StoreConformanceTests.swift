@@ -67,6 +67,24 @@ struct StoreConformanceTests {
         _ = holder
     }
 
+    @Test("identifiers compare by bytes; removing by both halves removes both copies", arguments: StoreKind.allCases)
+    func identifierEdgeCases(_ kind: StoreKind) async throws {
+        let (store, holder) = try kind.make()
+        _ = try await store.set([Book(.local("e\u{301}"), title: "combining"), Book(.local("\u{e9}"), title: "precomposed")])
+        #expect(try await store.search(.all).count == 2)
+        #expect(try await store.get(byID: .local("\u{e9}"))?.title == "precomposed")
+        // The same entity stored once by each half alone (never written with both): one removal by both halves
+        // removes both copies.
+        _ = try await store.set([Book(.local("l1"), title: "by local")])
+        _ = try await store.set([Book(.remote(1), title: "by remote")])
+        #expect(try await store.search(.identifiers([Book.Identifier.remote(1, local: "l1")])).count == 2)
+        try await store.remove([.remote(1, local: "l1")])
+        #expect(try await store.get(byID: .local("l1")) == nil)
+        #expect(try await store.get(byID: .remote(1)) == nil)
+        #expect(try await store.search(.all).count == 2)
+        _ = holder
+    }
+
     @Test("comparisons stay within the value's type", arguments: StoreKind.allCases)
     func comparisons(_ kind: StoreKind) async throws {
         let (store, holder) = try await loaded(kind)
