@@ -42,8 +42,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
             // A comparison on the index the result is ordered by: walk just the entries it matches, in order.
             // With one term per record, a record's sort key is its only term, so the records this walk meets
             // first are the ones the full candidate set would sort first (see `isSingleTerm`).
-            return evaluator.result(fromMatching: try walkIndex(name, condition: condition(op, value), keys: nil,
-                                                                window: window))
+            let walked = try walkIndex(name, condition: condition(op, value), keys: nil, window: window)
+            return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
         }
 
         let candidates = query.filter.map(plan) ?? .all(exact: true)
@@ -60,7 +60,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
             if case .index(let name)?? = firstOrderIndex, let window {
-                return evaluator.result(fromMatching: try walkIndex(name, keys: nil, window: window))
+                let walked = try walkIndex(name, keys: nil, window: window)
+                return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             return evaluator.result(fromMatching: try scanAll(filtering: false))
         case .all(exact: false):
@@ -74,7 +75,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
             if exact, case .index(let name)?? = firstOrderIndex, let window, keys.count > 2 * window + 64 {
-                return evaluator.result(fromMatching: try walkIndex(name, keys: keys, window: window))
+                let walked = try walkIndex(name, keys: keys, window: window)
+                return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             var entities = try fetch(Array(keys))
             if !exact { entities = entities.filter(evaluator.matches) }
@@ -106,8 +108,10 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// `keys` (all when nil), until `window` distinct records are collected and the term changes (so ties at the
     /// boundary are all present for the final sort). Each record is seen at its first entry in walk order (its
     /// smallest term ascending, its largest descending, under `.any`).
+    /// `inResultOrder`: the entities come in the result's order already (see below), so the evaluator need not
+    /// sort them again.
     private func walkIndex(_ name: E.IndexName, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
-                           window: Int) throws(StoreError) -> [E] {
+                           window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool) {
         var seen = Set<[UInt8]>()
         var picked: [[UInt8]] = []
         var boundary: IndexValue?
@@ -127,7 +131,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
             }
             return true
         }
-        return try fetch(picked)
+        return (try fetch(picked), inResultOrder)
     }
 
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
