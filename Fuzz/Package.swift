@@ -28,7 +28,11 @@ let package = Package(
         // `../Tests/LucidTests/Fuzz/EntityCodecFuzzChecks.swift` (replayed there by `LucidFailCasesReplayTests`).
         .target(
             name: "FuzzLucidCommon",
-            dependencies: [.product(name: "Lucid", package: "Lucid")],
+            dependencies: [
+                .product(name: "Lucid", package: "Lucid"),
+                .product(name: "LucidEngine", package: "Lucid"),
+                .product(name: "LucidEngineTestSupport", package: "Lucid"),
+            ],
             swiftSettings: [.define("LUCID_FUZZ_HARNESS"), .unsafeFlags(["-O"])]
         ),
         .executableTarget(name: "FuzzPage", dependencies: ["FuzzCommon"]),
@@ -37,6 +41,7 @@ let package = Package(
         .executableTarget(name: "FuzzOperations", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzCheckpoint", dependencies: ["FuzzCommon"]),
         .executableTarget(name: "FuzzEntityCodec", dependencies: ["FuzzCommon", "FuzzLucidCommon"]),
+        .executableTarget(name: "FuzzQuery", dependencies: ["FuzzCommon", "FuzzLucidCommon"]),
         // Writes seed corpora from real stores (built without sanitizers; see make-seeds.sh).
         .executableTarget(
             name: "MakeSeeds",

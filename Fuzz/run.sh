@@ -2,7 +2,7 @@
 # Builds and runs the LucidEngine libFuzzer targets.
 #
 #   Fuzz/run.sh TARGET [SECONDS]   build TARGET (FuzzPage, FuzzManifest, FuzzCheckpoint, FuzzRecovery, FuzzOperations,
-#                                  FuzzEntityCodec) with
+#                                  FuzzEntityCodec, FuzzQuery) with
 #                                  -sanitize=fuzzer,address and fuzz it for SECONDS (default 60) on
 #                                  Fuzz/Corpus/TARGET plus a scratch corpus under /tmp (new inputs land there;
 #                                  copy good ones into Corpus/ by hand, keep it small)
@@ -17,7 +17,7 @@ set -euo pipefail
 
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$FUZZ_DIR")"
-TARGETS=(FuzzPage FuzzManifest FuzzCheckpoint FuzzRecovery FuzzOperations FuzzEntityCodec)
+TARGETS=(FuzzPage FuzzManifest FuzzCheckpoint FuzzRecovery FuzzOperations FuzzEntityCodec FuzzQuery)
 SCRATCH="${SCRATCH:-/tmp/lucid-fuzz-corpus}"
 export SWIFT_BACKTRACE=enable=no   # the Swift backtracer confuses ASan after a fatalError
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
@@ -32,6 +32,7 @@ target_args() {
         FuzzRecovery) echo "-max_len=64 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=30" ;;
         FuzzOperations) echo "-max_len=256 -len_control=0 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=60" ;;
         FuzzEntityCodec) echo "-max_len=4096 -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=10" ;;
+        FuzzQuery) echo "-max_len=512 -malloc_limit_mb=64 -rss_limit_mb=4096 -timeout=30" ;;
     esac
 }
 

@@ -228,4 +228,7 @@ for (name, bytes) in operations { try save("FuzzOperations", name, bytes) }
 
 // FuzzEntityCodec: real records of each kind the check decodes (mode byte + record; see EntityCodecChecks).
 for seed in try EntityCodecChecks.seeds() { try save("FuzzEntityCodec", seed.name, seed.bytes) }
+
+// FuzzQuery: random programs (writes, removals, queries); any bytes are a valid program.
+for seed in QueryChecks.seeds() { try save("FuzzQuery", seed.name, seed.bytes) }
 print("wrote seeds to \(corpus): \(pageSeeds) pages, \(checkpointSeeds) checkpoints")

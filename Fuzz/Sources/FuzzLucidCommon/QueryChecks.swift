@@ -1,0 +1,1 @@
+../../../Tests/LucidTests/Fuzz/QueryFuzzChecks.swift
