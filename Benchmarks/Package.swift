@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Lucid's comparison with LMDB, RocksDB, SQLite and GRDB, as a package of its own so that the main package (and
+// Lucid's comparison with LMDB, RocksDB, SQLite and GRDB (the engine, and the data layer against GRDB), as a package of its own so that the main package (and
 // its CI test run) never builds GRDB or links LMDB/RocksDB. The package-benchmark micro-benchmarks live in
 // Micro/ (a package of their own too, so this one never builds package-benchmark's tooling).
 //
@@ -26,6 +26,7 @@ let package = Package(
             name: "lucid-compare",
             dependencies: [
                 .product(name: "LucidEngine", package: "Lucid"),
+                .product(name: "Lucid", package: "Lucid"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "CLMDB", "CRocksDB", "CSQLite",
             ],

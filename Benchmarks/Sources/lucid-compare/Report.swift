@@ -24,6 +24,8 @@ struct Report {
         switch (workload, engine) {
         case ("index_eq", .lucid), ("index_range", .lucid): "no secondary-index query API yet (issue 3)"
         case ("index_eq", _), ("index_range", _): "no secondary indexes"
+        case ("size_after_compaction_bytes", .coreManager), ("size_after_compaction_bytes", .coreManagerCached):
+            "no compaction in the data layer (the engine's is lucid-engine's)"
         default: "failed or not run"
         }
     }
@@ -37,14 +39,31 @@ struct Report {
         }
     }
 
+    /// The data-layer engines, compared with GRDB's record API rather than counted as lucid-engine's peers.
+    private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached]
+
     /// lucid-engine's figure over the best peer's, and which peer that is.
     private func ratio(_ info: WorkloadInfo) -> (Double, String)? {
         guard let lucid = value(info.name, EngineKind.lucid.rawValue) else { return nil }
-        let peers = engines.filter { $0 != .lucid }.compactMap { e in value(info.name, e.rawValue).map { (e, $0) } }
+        let peers = engines.filter { $0 != .lucid && !Self.dataLayer.contains($0) }
+            .compactMap { e in value(info.name, e.rawValue).map { (e, $0) } }
         guard let best = peers.max(by: { info.higherIsBetter ? $0.1 < $1.1 : $0.1 > $1.1 }), best.1 > 0 else {
             return nil
         }
         return (lucid / best.1, best.0.rawValue)
+    }
+
+    /// A data-layer engine's figure over GRDB's (both higher-is-better or both lower-is-better as the workload
+    /// says; the ratio is always "data layer ÷ grdb").
+    private func gRDBRatio(_ info: WorkloadInfo, _ engine: EngineKind) -> Double? {
+        guard let mine = value(info.name, engine.rawValue), let grdb = value(info.name, EngineKind.grdb.rawValue),
+              grdb > 0 else { return nil }
+        return mine / grdb
+    }
+
+    /// The data-layer engines of this run that have a figure to compare with GRDB's.
+    private var dataLayerEngines: [EngineKind] {
+        engines.contains(.grdb) ? engines.filter { Self.dataLayer.contains($0) } : []
     }
 
     func text() -> String {
@@ -62,6 +81,8 @@ struct Report {
         for engine in engines { out.append("  \(engine.durableSettings)") }
         out.append("Each engine runs each phase in a fresh child process; stores live under a temporary directory.")
 
+        // Engine names in a column wide enough for the longest (lucid-coremanager-cached), 14 at least.
+        let nameWidth = max(14, engines.map(\.rawValue.count).max() ?? 0)
         for info in workloadInfos {
             let rows = info.name.hasPrefix("fdatasync_4k") ? ["os"] : engines.map(\.rawValue)
             guard rows.contains(where: { value(info.name, $0) != nil }) else { continue }
@@ -69,7 +90,7 @@ struct Report {
             out.append("\(info.name): \(info.title)")
             out.append("  (\(info.unit), \(info.higherIsBetter ? "higher" : "lower") is better)")
             for row in rows {
-                let name = row.padding(toLength: 14, withPad: " ", startingAt: 0)
+                let name = row.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
                 if let v = value(info.name, row) {
                     let shown = format(v, unit: info.unit)
                     out.append("  \(name)\(String(repeating: " ", count: max(0, 16 - shown.count)))\(shown)")
@@ -79,6 +100,11 @@ struct Report {
             }
             if let (r, peer) = ratio(info) {
                 out.append("  lucid-engine / best peer (\(peer)): \(formatNumber(r, decimals: 2))x")
+            }
+            for engine in dataLayerEngines {
+                if let r = gRDBRatio(info, engine) {
+                    out.append("  \(engine.rawValue) / grdb: \(formatNumber(r, decimals: 2))x")
+                }
             }
             if info.name == "commit_single" && !context.isEmpty {
                 out.append("  fdatasync_4k measured again just before each engine's commit phase (disk latency drifts): "
@@ -97,13 +123,16 @@ struct Report {
     func markdown() -> String {
         var lines: [String] = []
         let names = engines.map(\.rawValue)
-        lines.append("| workload | unit | " + names.joined(separator: " | ") + " | lucid ÷ best peer |")
-        lines.append("|---|---|" + names.map { _ in "---:|" }.joined() + "---:|")
+        let compared = dataLayerEngines
+        lines.append("| workload | unit | " + names.joined(separator: " | ") + " | lucid ÷ best peer |"
+                     + compared.map { " \($0.rawValue) ÷ grdb |" }.joined())
+        lines.append("|---|---|" + names.map { _ in "---:|" }.joined() + "---:|"
+                     + compared.map { _ in "---:|" }.joined())
         for info in workloadInfos {
             if info.name.hasPrefix("fdatasync_4k") {
                 if let v = value(info.name, "os") {
                     lines.append("| \(info.name) (os) | ops/s | \(format(v, unit: info.unit))"
-                                 + String(repeating: " |", count: names.count) + " |")
+                                 + String(repeating: " |", count: names.count + compared.count) + " |")
                 }
                 continue
             }
@@ -111,7 +140,8 @@ struct Report {
             let cells = names.map { n in value(info.name, n).map { format($0, unit: info.unit) } ?? "—" }
             let r = ratio(info).map { "\(formatNumber($0.0, decimals: 2))x (\($0.1))" } ?? "—"
             let unit = info.unit + (info.higherIsBetter ? " ↑" : " ↓")
-            lines.append("| \(info.name) | \(unit) | " + cells.joined(separator: " | ") + " | \(r) |")
+            let versus = compared.map { e in gRDBRatio(info, e).map { " \(formatNumber($0, decimals: 2))x |" } ?? " — |" }
+            lines.append("| \(info.name) | \(unit) | " + cells.joined(separator: " | ") + " | \(r) |" + versus.joined())
         }
         return lines.joined(separator: "\n")
     }

@@ -10,6 +10,9 @@ protocol BenchStore: AnyObject {
     /// Reads the value under `key` into an owned copy (bytes; for GRDB, the decoded record) and returns its size
     /// in bytes, or nil when the key is missing.
     func get(_ key: [UInt8]) throws -> Int?
+    /// Runs `count` gets of the keys `key(0)`, `key(1)`, ... in order; returns how many found nothing and the
+    /// bytes read. Engines with an async API run the whole loop in one task (see ``CoreManagerStore``).
+    func getEach(_ count: Int, _ key: (Int) -> [UInt8]) throws -> (missing: Int, bytes: Int)
     /// Visits every record in key order; returns (records, value bytes seen).
     func scanAll() throws -> (count: Int, bytes: Int)
     /// Closes and opens the store again (the caller times it, with a first read).
@@ -22,6 +25,10 @@ protocol BenchStore: AnyObject {
     func queryGenre(_ genre: Int, limit: Int) throws -> Int
     /// Up to `limit` records with rating >= `rating`, in rating order; returns how many.
     func queryRating(atLeast rating: Int, limit: Int) throws -> Int
+    /// Runs `count` genre queries (genres from `genre()`); returns how many returned fewer than `limit` records.
+    func queryGenreEach(_ count: Int, limit: Int, _ genre: () -> Int) throws -> Int
+    /// Runs `count` rating queries (lower bounds from `rating()`); returns how many returned fewer than `limit`.
+    func queryRatingEach(_ count: Int, limit: Int, _ rating: () -> Int) throws -> Int
 
     /// Whether the engine can compact its files now.
     var supportsCompaction: Bool { get }
@@ -41,6 +48,27 @@ protocol Committer: AnyObject {
 }
 
 extension BenchStore {
+    func getEach(_ count: Int, _ key: (Int) -> [UInt8]) throws -> (missing: Int, bytes: Int) {
+        var missing = 0
+        var bytes = 0
+        for j in 0..<count {
+            if let n = try get(key(j)) { bytes += n } else { missing += 1 }
+        }
+        return (missing, bytes)
+    }
+
+    func queryGenreEach(_ count: Int, limit: Int, _ genre: () -> Int) throws -> Int {
+        var short = 0
+        for _ in 0..<count where try queryGenre(genre(), limit: limit) != limit { short += 1 }
+        return short
+    }
+
+    func queryRatingEach(_ count: Int, limit: Int, _ rating: () -> Int) throws -> Int {
+        var short = 0
+        for _ in 0..<count where try queryRating(atLeast: rating(), limit: limit) != limit { short += 1 }
+        return short
+    }
+
     var supportsSecondaryIndexes: Bool { false }
     func queryGenre(_ genre: Int, limit: Int) throws -> Int { throw BenchError.unsupported }
     func queryRating(atLeast rating: Int, limit: Int) throws -> Int { throw BenchError.unsupported }
@@ -67,6 +95,10 @@ enum EngineKind: String, CaseIterable {
     case rocksdb
     case sqlite
     case grdb
+    /// Lucid's data layer (CoreManager over a DiskStore), compared with GRDB's record API.
+    case coreManager = "lucid-coremanager"
+    /// The same with a CacheStore (InMemoryStore over the DiskStore), what an app would usually pick.
+    case coreManagerCached = "lucid-coremanager-cached"
 
     /// Settings for the bulk-load, read, reopen and size workloads.
     var settings: String {
@@ -76,6 +108,8 @@ enum EngineKind: String, CaseIterable {
         case .rocksdb: RocksStore.settings
         case .sqlite: SQLiteStore.settings
         case .grdb: GRDBStore.settings
+        case .coreManager: CoreManagerStore.settings(cached: false)
+        case .coreManagerCached: CoreManagerStore.settings(cached: true)
         }
     }
 
@@ -87,6 +121,8 @@ enum EngineKind: String, CaseIterable {
         case .rocksdb: RocksStore.durableSettings
         case .sqlite: SQLiteStore.durableSettings
         case .grdb: GRDBStore.durableSettings
+        case .coreManager: CoreManagerStore.durableSettings(cached: false)
+        case .coreManagerCached: CoreManagerStore.durableSettings(cached: true)
         }
     }
 
@@ -98,6 +134,8 @@ enum EngineKind: String, CaseIterable {
         case .rocksdb: try RocksStore(path: path, durable: durable)
         case .sqlite: try SQLiteStore(path: path, durable: durable)
         case .grdb: try GRDBStore(path: path, durable: durable)
+        case .coreManager: try CoreManagerStore(path: path, durable: durable, cached: false)
+        case .coreManagerCached: try CoreManagerStore(path: path, durable: durable, cached: true)
         }
     }
 }

@@ -131,13 +131,9 @@ struct PhaseRunner {
 
         var random = FastRandom(seed: 42)
         var missing = 0
-        var bytes = 0
         let gets = size.records
         let getSeconds = try timed {
-            for _ in 0..<gets {
-                let key = Records.key(random.next(below: size.records), .random)
-                if let n = try db.get(key) { bytes += n } else { missing += 1 }
-            }
+            missing = try db.getEach(gets) { _ in Records.key(random.next(below: size.records), .random) }.missing
         }
         guard missing == 0 else { throw BenchError.failed("\(missing) of \(gets) gets found nothing") }
         emit("get_random", Double(gets) / getSeconds, "gets/s")
@@ -146,15 +142,11 @@ struct PhaseRunner {
         if db.supportsSecondaryIndexes {
             var short = 0
             let eqSeconds = try timed {
-                for _ in 0..<size.queries {
-                    if try db.queryGenre(random.next(below: Words.genres.count), limit: 20) != 20 { short += 1 }
-                }
+                short += try db.queryGenreEach(size.queries, limit: 20) { random.next(below: Words.genres.count) }
             }
             let rangeSeconds = try timed {
-                for _ in 0..<size.queries {
-                    // Ratings run 0...1000; start low enough that 20 records always follow.
-                    if try db.queryRating(atLeast: random.next(below: 990), limit: 20) != 20 { short += 1 }
-                }
+                // Ratings run 0...1000; start low enough that 20 records always follow.
+                short += try db.queryRatingEach(size.queries, limit: 20) { random.next(below: 990) }
             }
             guard short == 0 else { throw BenchError.failed("\(short) index queries returned fewer than 20 records") }
             emit("index_eq", Double(size.queries) / eqSeconds, "queries/s")

@@ -3,7 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-// lucid-compare: the same workloads on LucidEngine, LMDB, RocksDB, SQLite and GRDB.
+// lucid-compare: the same workloads on LucidEngine, LMDB, RocksDB, SQLite and GRDB, and on Lucid's data layer
+// (CoreManager over a DiskStore, with or without a CacheStore) for comparison with GRDB.
 //
 // The parent process re-executes itself once per engine and phase (`--child PHASE --engine E`), so that every
 // engine starts from a fresh process: memory figures are its own, and no engine's caches help another.

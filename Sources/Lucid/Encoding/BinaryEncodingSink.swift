@@ -1,10 +1,17 @@
+import Foundation
+
 /// The output of one ``EntityCodec/encode(_:)`` call: the bytes and the stack of open containers.
 ///
 /// Containers write inline; a container is closed (its end tag written) when an enclosing container writes
 /// its next entry, or at the end. Writing into a container that was already closed throws.
 final class BinaryEncodingSink {
     var bytes: [UInt8] = []
-    private var open: [Int] = []
+    /// Ids of the open containers, innermost last (room for a few levels without regrowing).
+    private var open: [Int] = {
+        var ids: [Int] = []
+        ids.reserveCapacity(8)
+        return ids
+    }()
     private var nextID = 0
     /// The first misuse found where the `Encoder` API cannot throw (opening a nested container).
     private(set) var deferredError: (any Error)?
@@ -32,20 +39,21 @@ final class BinaryEncodingSink {
         pendingValue = nil
     }
 
-    /// Closes every container opened inside `id`, so that `id` can take its next entry.
-    func prepare(_ id: Int, codingPath: [any CodingKey]) throws {
+    /// Closes every container opened inside `id`, so that `id` can take its next entry. The coding path is
+    /// built only for an error.
+    func prepare(_ id: Int, codingPath: @autoclosure () -> [any CodingKey]) throws {
         settlePendingValue()
         while let last = open.last, last != id {
             bytes.append(EntityCodec.Tag.end.rawValue)
             open.removeLast()
         }
         if open.last != id {
-            throw EncodingError.invalidValue((), .init(codingPath: codingPath,
+            throw EncodingError.invalidValue((), .init(codingPath: codingPath(),
                                                        debugDescription: "write into a container that was closed"))
         }
         // The entry about to be written sits one deeper than its container: refuse what decoding would refuse.
         if open.count > EntityCodec.maxDepth {
-            throw EncodingError.invalidValue((), .init(codingPath: codingPath, debugDescription:
+            throw EncodingError.invalidValue((), .init(codingPath: codingPath(), debugDescription:
                 "value nested deeper than EntityCodec.maxDepth (\(EntityCodec.maxDepth)) containers"))
         }
     }
@@ -113,26 +121,33 @@ final class BinaryEncodingSink {
     func writeNil() { bytes.append(EntityCodec.Tag.null.rawValue) }
 
     /// Writes one value: primitives directly, anything else through its `encode(to:)`.
-    func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws {
-        switch value {
-        case let v as String: writeString(v)
-        case let v as Int: writeInt(Int64(v))
-        case let v as Double: writeDouble(v)
-        case let v as Bool: writeBool(v)
-        case let v as Int64: writeInt(v)
-        case let v as Int32: writeInt(Int64(v))
-        case let v as Int16: writeInt(Int64(v))
-        case let v as Int8: writeInt(Int64(v))
-        case let v as UInt: writeUInt(UInt64(v))
-        case let v as UInt64: writeUInt(v)
-        case let v as UInt32: writeUInt(UInt64(v))
-        case let v as UInt16: writeUInt(UInt64(v))
-        case let v as UInt8: writeUInt(UInt64(v))
-        case let v as Float: writeFloat(v)
-        default:
+    ///
+    /// Primitives are recognized by type identity (a metadata comparison), not by casting the value: a cast
+    /// costs a runtime call per candidate type, for every value. An optional primitive (`T == Int?`) takes the
+    /// `encode(to:)` path, which writes the same bytes (its single-value container writes the wrapped value or
+    /// null).
+    func encodeValue<T: Encodable>(_ value: T, codingPath: @autoclosure () -> [any CodingKey]) throws {
+        if T.self == String.self { writeString(unsafeBitCast(value, to: String.self)) }
+        else if T.self == Int.self { writeInt(Int64(unsafeBitCast(value, to: Int.self))) }
+        else if T.self == Double.self { writeDouble(unsafeBitCast(value, to: Double.self)) }
+        else if T.self == Bool.self { writeBool(unsafeBitCast(value, to: Bool.self)) }
+        else if T.self == Int64.self { writeInt(unsafeBitCast(value, to: Int64.self)) }
+        else if T.self == Int32.self { writeInt(Int64(unsafeBitCast(value, to: Int32.self))) }
+        else if T.self == Int16.self { writeInt(Int64(unsafeBitCast(value, to: Int16.self))) }
+        else if T.self == Int8.self { writeInt(Int64(unsafeBitCast(value, to: Int8.self))) }
+        else if T.self == UInt.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt.self))) }
+        else if T.self == UInt64.self { writeUInt(unsafeBitCast(value, to: UInt64.self)) }
+        else if T.self == UInt32.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt32.self))) }
+        else if T.self == UInt16.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt16.self))) }
+        else if T.self == UInt8.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt8.self))) }
+        else if T.self == Float.self { writeFloat(unsafeBitCast(value, to: Float.self)) }
+        // Date's `encode(to:)` writes `timeIntervalSinceReferenceDate` in a single-value container: the same
+        // bytes, without an encoder, a coding path and a container for it.
+        else if T.self == Date.self { writeDouble(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate) }
+        else {
             let start = bytes.count
             let depth = open.count
-            let encoder = BinaryValueEncoder(sink: self, codingPath: codingPath)
+            let encoder = BinaryValueEncoder(sink: self, codingPath: codingPath())
             try value.encode(to: encoder)
             // Close what the value opened, so the caller's next entry goes into the caller's container.
             settlePendingValue()

@@ -2,26 +2,26 @@
 struct BinaryReader {
     let bytes: [UInt8]
 
-    func corrupt(_ what: String, at position: Int, _ codingPath: [any CodingKey]) -> DecodingError {
-        .dataCorrupted(.init(codingPath: codingPath, debugDescription: "\(what) at byte \(position)"))
+    func corrupt(_ what: String, at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) -> DecodingError {
+        .dataCorrupted(.init(codingPath: codingPath(), debugDescription: "\(what) at byte \(position)"))
     }
 
-    func tag(at position: Int, _ codingPath: [any CodingKey]) throws -> EntityCodec.Tag {
-        guard position < bytes.count else { throw corrupt("truncated record", at: position, codingPath) }
+    func tag(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> EntityCodec.Tag {
+        guard position < bytes.count else { throw corrupt("truncated record", at: position, codingPath()) }
         guard let tag = EntityCodec.Tag(rawValue: bytes[position]) else {
-            throw corrupt("unknown tag \(bytes[position])", at: position, codingPath)
+            throw corrupt("unknown tag \(bytes[position])", at: position, codingPath())
         }
         return tag
     }
 
-    func varint(at position: inout Int, _ codingPath: [any CodingKey]) throws -> UInt64 {
+    func varint(at position: inout Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard position < bytes.count else { throw corrupt("truncated varint", at: position, codingPath) }
+            guard position < bytes.count else { throw corrupt("truncated varint", at: position, codingPath()) }
             let byte = bytes[position]
             position += 1
-            guard shift < 64 else { throw corrupt("varint too long", at: position, codingPath) }
+            guard shift < 64 else { throw corrupt("varint too long", at: position, codingPath()) }
             result |= UInt64(byte & 0x7F) << shift
             if byte < 0x80 { return result }
             shift += 7
@@ -29,49 +29,49 @@ struct BinaryReader {
     }
 
     /// A length that must fit in the bytes left after `position`.
-    func length(at position: inout Int, _ codingPath: [any CodingKey]) throws -> Int {
-        let raw = try varint(at: &position, codingPath)
+    func length(at position: inout Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Int {
+        let raw = try varint(at: &position, codingPath())
         guard raw <= UInt64(bytes.count - position) else {
-            throw corrupt("length \(raw) past the end of the record", at: position, codingPath)
+            throw corrupt("length \(raw) past the end of the record", at: position, codingPath())
         }
         return Int(raw)
     }
 
-    func fixed(_ count: Int, at position: Int, _ codingPath: [any CodingKey]) throws -> UInt64 {
-        guard count <= bytes.count - position else { throw corrupt("truncated number", at: position, codingPath) }
+    func fixed(_ count: Int, at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> UInt64 {
+        guard count <= bytes.count - position else { throw corrupt("truncated number", at: position, codingPath()) }
         var value: UInt64 = 0
         for i in 0..<count { value |= UInt64(bytes[position + i]) << UInt64(8 * i) }
         return value
     }
 
     /// The position just past the value starting at `position`. Depth-bounded, so hostile nesting throws.
-    func skip(at position: Int, depth: Int = 0, _ codingPath: [any CodingKey]) throws -> Int {
-        guard depth <= EntityCodec.maxDepth else { throw corrupt("nesting too deep", at: position, codingPath) }
+    func skip(at position: Int, depth: Int = 0, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Int {
+        guard depth <= EntityCodec.maxDepth else { throw corrupt("nesting too deep", at: position, codingPath()) }
         var p = position + 1
-        switch try tag(at: position, codingPath) {
-        case .end: throw corrupt("unexpected end tag", at: position, codingPath)
+        switch try tag(at: position, codingPath()) {
+        case .end: throw corrupt("unexpected end tag", at: position, codingPath())
         case .null, .falseValue, .trueValue, .empty: return p
-        case .int, .uint: _ = try varint(at: &p, codingPath); return p
-        case .double: _ = try fixed(8, at: p, codingPath); return p + 8
-        case .float: _ = try fixed(4, at: p, codingPath); return p + 4
+        case .int, .uint: _ = try varint(at: &p, codingPath()); return p
+        case .double: _ = try fixed(8, at: p, codingPath()); return p + 8
+        case .float: _ = try fixed(4, at: p, codingPath()); return p + 4
         case .string:
-            let n = try length(at: &p, codingPath)
+            let n = try length(at: &p, codingPath())
             return p + n
         case .keyed:
             while true {
-                let keyLength = try varint(at: &p, codingPath)
+                let keyLength = try varint(at: &p, codingPath())
                 if keyLength == 0 { return p }
                 guard keyLength - 1 <= UInt64(bytes.count - p) else {
-                    throw corrupt("key past the end of the record", at: p, codingPath)
+                    throw corrupt("key past the end of the record", at: p, codingPath())
                 }
                 p += Int(keyLength - 1)
-                p = try skip(at: p, depth: depth + 1, codingPath)
+                p = try skip(at: p, depth: depth + 1, codingPath())
             }
         case .unkeyed:
             while true {
-                guard p < bytes.count else { throw corrupt("truncated container", at: p, codingPath) }
+                guard p < bytes.count else { throw corrupt("truncated container", at: p, codingPath()) }
                 if bytes[p] == EntityCodec.Tag.end.rawValue { return p + 1 }
-                p = try skip(at: p, depth: depth + 1, codingPath)
+                p = try skip(at: p, depth: depth + 1, codingPath())
             }
         }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The `Decoder` handed to a value's `init(from:)` by ``EntityCodec``: reads the value starting at `position`.
 struct BinaryValueDecoder: Decoder {
     let reader: BinaryReader
@@ -21,88 +23,91 @@ struct BinaryValueDecoder: Decoder {
 
 /// Reads primitive values; shared by the three container kinds.
 extension BinaryReader {
-    func mismatch<T>(_ type: T.Type, at position: Int, _ codingPath: [any CodingKey]) -> DecodingError {
-        .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "unexpected value at byte \(position)"))
+    func mismatch<T>(_ type: T.Type, at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) -> DecodingError {
+        .typeMismatch(type, .init(codingPath: codingPath(), debugDescription: "unexpected value at byte \(position)"))
     }
 
-    func isNil(at position: Int, _ codingPath: [any CodingKey]) throws -> Bool {
-        try tag(at: position, codingPath) == .null
+    func isNil(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        try tag(at: position, codingPath()) == .null
     }
 
-    func decodeBool(at position: Int, _ codingPath: [any CodingKey]) throws -> Bool {
-        switch try tag(at: position, codingPath) {
+    func decodeBool(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        switch try tag(at: position, codingPath()) {
         case .trueValue: return true
         case .falseValue: return false
-        default: throw mismatch(Bool.self, at: position, codingPath)
+        default: throw mismatch(Bool.self, at: position, codingPath())
         }
     }
 
-    func decodeString(at position: Int, _ codingPath: [any CodingKey]) throws -> String {
-        guard try tag(at: position, codingPath) == .string else { throw mismatch(String.self, at: position, codingPath) }
+    func decodeString(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
+        guard try tag(at: position, codingPath()) == .string else { throw mismatch(String.self, at: position, codingPath()) }
         var p = position + 1
-        let n = try length(at: &p, codingPath)
+        let n = try length(at: &p, codingPath())
         return String(decoding: bytes[p..<(p + n)], as: UTF8.self)
     }
 
-    func decodeDouble(at position: Int, _ codingPath: [any CodingKey]) throws -> Double {
-        switch try tag(at: position, codingPath) {
-        case .double: return Double(bitPattern: try fixed(8, at: position + 1, codingPath))
-        case .float: return Double(Float(bitPattern: UInt32(try fixed(4, at: position + 1, codingPath))))
-        case .int: return Double(try decodeInt64(at: position, codingPath))
-        default: throw mismatch(Double.self, at: position, codingPath)
+    func decodeDouble(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Double {
+        switch try tag(at: position, codingPath()) {
+        case .double: return Double(bitPattern: try fixed(8, at: position + 1, codingPath()))
+        case .float: return Double(Float(bitPattern: UInt32(try fixed(4, at: position + 1, codingPath()))))
+        case .int: return Double(try decodeInt64(at: position, codingPath()))
+        default: throw mismatch(Double.self, at: position, codingPath())
         }
     }
 
-    func decodeInt64(at position: Int, _ codingPath: [any CodingKey]) throws -> Int64 {
+    func decodeInt64(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Int64 {
         var p = position + 1
-        switch try tag(at: position, codingPath) {
+        switch try tag(at: position, codingPath()) {
         case .int:
-            let raw = try varint(at: &p, codingPath)
+            let raw = try varint(at: &p, codingPath())
             return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
         case .uint:
-            let raw = try varint(at: &p, codingPath)
-            guard raw <= UInt64(Int64.max) else { throw mismatch(Int64.self, at: position, codingPath) }
+            let raw = try varint(at: &p, codingPath())
+            guard raw <= UInt64(Int64.max) else { throw mismatch(Int64.self, at: position, codingPath()) }
             return Int64(raw)
-        default: throw mismatch(Int64.self, at: position, codingPath)
+        default: throw mismatch(Int64.self, at: position, codingPath())
         }
     }
 
-    func decodeUInt64(at position: Int, _ codingPath: [any CodingKey]) throws -> UInt64 {
+    func decodeUInt64(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> UInt64 {
         var p = position + 1
-        switch try tag(at: position, codingPath) {
-        case .uint: return try varint(at: &p, codingPath)
+        switch try tag(at: position, codingPath()) {
+        case .uint: return try varint(at: &p, codingPath())
         case .int:
-            let v = try decodeInt64(at: position, codingPath)
-            guard v >= 0 else { throw mismatch(UInt64.self, at: position, codingPath) }
+            let v = try decodeInt64(at: position, codingPath())
+            guard v >= 0 else { throw mismatch(UInt64.self, at: position, codingPath()) }
             return UInt64(v)
-        default: throw mismatch(UInt64.self, at: position, codingPath)
+        default: throw mismatch(UInt64.self, at: position, codingPath())
         }
     }
 
-    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, at position: Int, _ codingPath: [any CodingKey]) throws -> T {
+    func decodeInteger<T: FixedWidthInteger>(_ type: T.Type, at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> T {
         if T.isSigned {
-            guard let v = T(exactly: try decodeInt64(at: position, codingPath)) else {
-                throw mismatch(T.self, at: position, codingPath)
+            guard let v = T(exactly: try decodeInt64(at: position, codingPath())) else {
+                throw mismatch(T.self, at: position, codingPath())
             }
             return v
         }
-        guard let v = T(exactly: try decodeUInt64(at: position, codingPath)) else {
-            throw mismatch(T.self, at: position, codingPath)
+        guard let v = T(exactly: try decodeUInt64(at: position, codingPath())) else {
+            throw mismatch(T.self, at: position, codingPath())
         }
         return v
     }
 
-    func decodeValue<T: Decodable>(_ type: T.Type, at position: Int, _ codingPath: [any CodingKey]) throws -> T {
-        switch type {
-        case is String.Type: return try decodeString(at: position, codingPath) as! T
-        case is Int.Type: return try decodeInteger(Int.self, at: position, codingPath) as! T
-        case is Double.Type: return try decodeDouble(at: position, codingPath) as! T
-        case is Bool.Type: return try decodeBool(at: position, codingPath) as! T
-        case is Int64.Type: return try decodeInt64(at: position, codingPath) as! T
-        case is UInt64.Type: return try decodeUInt64(at: position, codingPath) as! T
-        default:
-            return try T(from: BinaryValueDecoder(reader: self, position: position, codingPath: codingPath))
+    func decodeValue<T: Decodable>(_ type: T.Type, at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> T {
+        // Primitives are recognized by type identity (a metadata comparison) rather than by casts.
+        if T.self == String.self { return unsafeBitCast(try decodeString(at: position, codingPath()), to: T.self) }
+        if T.self == Int.self { return unsafeBitCast(try decodeInteger(Int.self, at: position, codingPath()), to: T.self) }
+        if T.self == Double.self { return unsafeBitCast(try decodeDouble(at: position, codingPath()), to: T.self) }
+        if T.self == Bool.self { return unsafeBitCast(try decodeBool(at: position, codingPath()), to: T.self) }
+        if T.self == Int64.self { return unsafeBitCast(try decodeInt64(at: position, codingPath()), to: T.self) }
+        if T.self == UInt64.self { return unsafeBitCast(try decodeUInt64(at: position, codingPath()), to: T.self) }
+        // Date's `init(from:)` reads a Double from a single-value container (same value, same errors).
+        if T.self == Date.self {
+            return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try decodeDouble(at: position, codingPath())),
+                                 to: T.self)
         }
+        return try T(from: BinaryValueDecoder(reader: self, position: position, codingPath: codingPath()))
     }
 }
 
@@ -122,6 +127,7 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         self.reader = reader
         self.codingPath = codingPath
         var list: [(key: Range<Int>, value: Int)] = []
+        list.reserveCapacity(16)   // one allocation for a typical entity instead of one per doubling
         var p = position + 1
         while true {
             let keyLength = try reader.varint(at: &p, codingPath)
@@ -137,12 +143,24 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         entries = list
     }
 
+    /// The value position of the first entry named `key`, or nil. Compares bytes in place (no slice or
+    /// `UTF8View` iteration): lookups run once per property decoded.
     private func find(_ key: some CodingKey) -> Int? {
-        let name = key.stringValue.utf8
-        for entry in entries where entry.key.count == name.count {
-            if reader.bytes[entry.key].elementsEqual(name) { return entry.value }
+        var name = key.stringValue
+        return name.withUTF8 { name -> Int? in
+            reader.bytes.withUnsafeBufferPointer { bytes -> Int? in
+                for entry in entries where entry.key.count == name.count {
+                    var j = 0
+                    var i = entry.key.lowerBound
+                    while j < name.count && bytes[i] == name[j] {
+                        i += 1
+                        j += 1
+                    }
+                    if j == name.count { return entry.value }
+                }
+                return nil
+            }
         }
-        return nil
     }
 
     private func position(_ key: some CodingKey) throws -> Int {
@@ -170,6 +188,24 @@ struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try reader.decodeValue(type, at: position(key), codingPath + [key])
+    }
+    // The primitive `decodeIfPresent` overloads, so that an optional property costs one key lookup, not the
+    // three of the protocol's defaults (`contains`, `decodeNil`, `decode`); same results and errors.
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeString(at: p, codingPath + [key])
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeInteger(Int.self, at: p, codingPath + [key])
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeDouble(at: p, codingPath + [key])
+    }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
+        return try reader.decodeBool(at: p, codingPath + [key])
     }
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }

@@ -24,7 +24,7 @@ public enum EntityCodec {
     /// than ``maxDepth``.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let sink = BinaryEncodingSink()
-        sink.bytes.reserveCapacity(128)
+        sink.bytes.reserveCapacity(256)
         sink.bytes.append(formatVersion)
         try sink.encodeValue(value, codingPath: [])
         sink.closeAll()

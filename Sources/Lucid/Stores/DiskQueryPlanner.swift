@@ -17,7 +17,6 @@ struct DiskQueryPlanner<E: LocalEntity> {
     private var query: Query<E> { evaluator.query }
 
     func run() throws(StoreError) -> QueryResult<E> {
-        let candidates = query.filter.map(plan) ?? .all(exact: true)
         let offset = query.offset ?? 0
         let window = query.limit.map { offset + $0 }
         let orderedByIdentifier: Bool? = switch query.order.first {
@@ -26,15 +25,43 @@ struct DiskQueryPlanner<E: LocalEntity> {
         default: nil
         }
 
+        if let ascending = orderedByIdentifier, !query.uniquely,
+           case .comparison(.index(let name), .equalTo, .index(let value))? = query.filter {
+            // One term's index entries (term ‖ primary key) are in primary-key order: the window is the first
+            // `window` of them, with no key set to build and sort.
+            let keys = snapshot.keys(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
+                                                          condition: condition(.equalTo, value),
+                                                          reverse: !ascending, limit: window))
+            let page = Array(keys.dropFirst(min(offset, keys.count)))
+            return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
+        }
+
+        if !query.uniquely, case .index(let orderName)?? = firstOrderIndex, let window,
+           case .comparison(.index(let name), let op, .index(let value))? = query.filter, op != .match,
+           name == orderName, isSingleTerm(name) {
+            // A comparison on the index the result is ordered by: walk just the entries it matches, in order.
+            // With one term per record, a record's sort key is its only term, so the records this walk meets
+            // first are the ones the full candidate set would sort first (see `isSingleTerm`).
+            let walked = try walkIndex(name, condition: condition(op, value), keys: nil, window: window)
+            return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
+        }
+
+        let candidates = query.filter.map(plan) ?? .all(exact: true)
         switch candidates {
         case .all(exact: true):
+            if let ascending = orderedByIdentifier, !query.uniquely, offset == 0 {
+                // Read the records in key order in one pass (no B-tree lookup per key).
+                return evaluator.result(fromMatching: try scanInOrder(reverse: !ascending, limit: window),
+                                        alreadyOrdered: true, alreadyPaginated: true)
+            }
             if let ascending = orderedByIdentifier, !query.uniquely {
                 let keys = snapshot.keys(in: keyspace, reverse: !ascending, limit: window)
                 let page = Array(keys.dropFirst(min(offset, keys.count)))
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
             if case .index(let name)?? = firstOrderIndex, let window {
-                return evaluator.result(fromMatching: try walkIndex(name, keys: nil, window: window))
+                let walked = try walkIndex(name, keys: nil, window: window)
+                return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             return evaluator.result(fromMatching: try scanAll(filtering: false))
         case .all(exact: false):
@@ -48,7 +75,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
             if exact, case .index(let name)?? = firstOrderIndex, let window, keys.count > 2 * window + 64 {
-                return evaluator.result(fromMatching: try walkIndex(name, keys: keys, window: window))
+                let walked = try walkIndex(name, keys: keys, window: window)
+                return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             var entities = try fetch(Array(keys))
             if !exact { entities = entities.filter(evaluator.matches) }
@@ -69,27 +97,66 @@ struct DiskQueryPlanner<E: LocalEntity> {
         return false
     }
 
-    /// Walks index `name` in the query's direction, keeping records in `keys` (all when nil), until `window`
-    /// distinct records are collected and the term changes (so ties at the boundary are all present for the
-    /// final sort). Each record is seen at its smallest term ascending, its largest descending.
-    private func walkIndex(_ name: E.IndexName, keys: Set<[UInt8]>?, window: Int) throws(StoreError) -> [E] {
+    /// Whether every record of the keyspace has exactly one term in index `name` (as many entries as records:
+    /// the store writes at least one term per index name for every entity, a `null` one for an absent value).
+    /// Then walking only the entries a condition matches meets each matching record at its sort key.
+    private func isSingleTerm(_ name: E.IndexName) -> Bool {
+        snapshot.entryCount(keyspace: keyspace, index: name.rawValue) == snapshot.count(in: keyspace)
+    }
+
+    /// Walks the entries of index `name` matching `condition` in the query's direction, keeping records in
+    /// `keys` (all when nil), until `window` distinct records are collected and the term changes (so ties at the
+    /// boundary are all present for the final sort). Each record is seen at its first entry in walk order (its
+    /// smallest term ascending, its largest descending, under `.any`).
+    /// `inResultOrder`: the entities come in the result's order already (see below), so the evaluator need not
+    /// sort them again.
+    private func walkIndex(_ name: E.IndexName, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
+                           window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool) {
         var seen = Set<[UInt8]>()
         var picked: [[UInt8]] = []
         var boundary: IndexValue?
-        snapshot.forEachIndexEntry(keyspace: keyspace, index: name.rawValue, condition: .any, reverse: descending) { value, key in
+        // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
+        // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
+        // the ties past the boundary need not be read. (Descending, a term's entries come in descending key
+        // order, so every tie is collected for the final sort.)
+        let inResultOrder = !descending && query.order.count == 1
+        snapshot.forEachIndexEntry(keyspace: keyspace, index: name.rawValue, condition: condition,
+                                   reverse: descending) { value, key in
             if let boundary, value != boundary { return false }
             guard keys?.contains(key) ?? true, seen.insert(key).inserted else { return true }
             picked.append(key)
-            if picked.count >= window, boundary == nil { boundary = value }
+            if picked.count >= window {
+                if inResultOrder { return false }
+                if boundary == nil { boundary = value }
+            }
             return true
         }
-        return try fetch(picked)
+        return (try fetch(picked), inResultOrder)
     }
 
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
         var out: [E] = []
         out.reserveCapacity(keys.count)
         for key in keys { if let e = try store.fetch(key, in: snapshot) { out.append(e) } }
+        return out
+    }
+
+    /// The first `limit` records of the keyspace in key order (descending when `reverse`), decoded.
+    private func scanInOrder(reverse: Bool, limit: Int?) throws(StoreError) -> [E] {
+        var out: [E] = []
+        var failure: StoreError?
+        do {
+            try snapshot.forEach(in: keyspace, reverse: reverse, limit: limit) { record in
+                do throws(StoreError) {
+                    out.append(try store.decode(record.value, key: record.key))
+                    return true
+                } catch {
+                    failure = error
+                    return false
+                }
+            }
+        } catch { throw .wrap(error) }
+        if let failure { throw failure }
         return out
     }
 

@@ -62,19 +62,21 @@ public final class DiskStore<E: LocalEntity>: Store {
         return engine.snapshot()
     }
 
-    /// The stored record for `identifier`: its key and decoded entity.
-    func locate(_ identifier: E.Identifier, in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        let key = identifier.storageKey
+    /// The stored record for `identifier`: its key and decoded entity. `storageKey`, when given, is
+    /// `identifier.storageKey` (computed once by a caller that needs it too).
+    func locate(_ identifier: E.Identifier, storageKey: [UInt8]? = nil,
+                in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
+        let key = storageKey ?? identifier.storageKey
         if let entity = try fetch(key, in: snapshot) { return (key, entity) }   // one lookup in the common case
-        guard identifier.localValue != nil, let found = locateKey(identifier, in: snapshot), found != key,
-              let entity = try fetch(found, in: snapshot) else { return nil }
+        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
+              found != key, let entity = try fetch(found, in: snapshot) else { return nil }
         return (found, entity)
     }
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
     /// a local value) the record the `__lid` index names, unless that record has another remote id.
-    func locateKey(_ identifier: E.Identifier, in snapshot: Snapshot) -> [UInt8]? {
-        let key = identifier.storageKey
+    func locateKey(_ identifier: E.Identifier, storageKey: [UInt8]? = nil, in snapshot: Snapshot) -> [UInt8]? {
+        let key = storageKey ?? identifier.storageKey
         if snapshot.contains(key, in: keyspace) { return key }
         guard let local = identifier.localValue else { return nil }
         let query = IndexQuery(keyspace: keyspace, index: Self.localIndex, condition: .equals(.string(local)), limit: 4)
@@ -116,50 +118,85 @@ public final class DiskStore<E: LocalEntity>: Store {
     public func set(_ entities: [E]) async throws(StoreError) -> [E] {
         await writeLock.lock()
         defer { writeLock.unlock() }
+        let (batch, stored) = try prepareSet(entities)
+        try await commit(batch)
+        return stored
+    }
+
+    /// The batch that writes `entities` over what is stored, and the stored entities. The snapshot it reads is
+    /// released when it returns, before the commit: a live snapshot makes the writer copy every B-tree node the
+    /// batch touches.
+    private func prepareSet(_ entities: [E]) throws(StoreError) -> (WriteBatch, [E]) {
         let snapshot = try openSnapshot()
         var pending = DualHashDictionary<E.Identifier, (key: [UInt8], entity: E)>()
-        var writes: [[UInt8]: E?] = [:]   // nil: delete
-        var order: [[UInt8]] = []
+        // The batch's records in the order their keys were first written (nil: delete), and where each key is.
+        var writes: [(key: [UInt8], entity: E?)] = []
+        var position: [[UInt8]: Int] = [:]
+        writes.reserveCapacity(entities.count)
+        position.reserveCapacity(entities.count)
+        func write(_ entity: E?, forKey key: [UInt8]) {
+            if let i = position[key] {
+                writes[i].entity = entity
+            } else {
+                position[key] = writes.count
+                writes.append((key, entity))
+            }
+        }
         var stored: [E] = []
         stored.reserveCapacity(entities.count)
+        // Without local ids in the batch, an entity can only match an earlier one of the batch by its remote id,
+        // that is under the same storage key, and no record changes key: the batch's own writes then answer
+        // what `pending` would, without a dual-key dictionary.
+        let anyLocal = entities.contains { $0.identifier.localValue != nil }
         for entity in entities {
-            var existing = pending[entity.identifier]
-            if existing == nil { existing = try locate(entity.identifier, in: snapshot) }
+            let writtenKey = entity.identifier.storageKey
+            var existing: (key: [UInt8], entity: E)?
+            if anyLocal {
+                existing = pending[entity.identifier]
+            } else if let i = position[writtenKey], let earlier = writes[i].entity {
+                existing = (writtenKey, earlier)
+            }
+            if existing == nil { existing = try locate(entity.identifier, storageKey: writtenKey, in: snapshot) }
             let merged = EntityMerging.merge(stored: existing?.entity, written: entity)
-            let key = merged.identifier.storageKey
+            // With nothing stored, the merge is the written entity itself, under the key computed above.
+            let key = existing == nil ? writtenKey : merged.identifier.storageKey
             if let old = existing?.key, old != key {
-                if writes.updateValue(nil, forKey: old) == nil { order.append(old) }
-                if let previous = existing?.entity { pending.removeValue(forKey: previous.identifier) }
+                write(nil, forKey: old)
+                if anyLocal, let previous = existing?.entity { pending.removeValue(forKey: previous.identifier) }
             }
             // The same entity may still be filed under its local value alone: the write folds it in.
             if key.first == 0x72, let local = merged.identifier.localValue {
                 let localKey = [0x6C] + Array(local.utf8)
-                if localKey != existing?.key, writes[localKey] != nil || snapshot.contains(localKey, in: keyspace) {
-                    if writes.updateValue(nil, forKey: localKey) == nil { order.append(localKey) }
+                if localKey != existing?.key, position[localKey] != nil || snapshot.contains(localKey, in: keyspace) {
+                    write(nil, forKey: localKey)
                 }
             }
-            if writes.updateValue(merged, forKey: key) == nil { order.append(key) }
-            pending[merged.identifier] = (key, merged)
+            write(merged, forKey: key)
+            if anyLocal { pending[merged.identifier] = (key, merged) }
             stored.append(merged)
         }
         var batch = WriteBatch()
-        for key in order {
-            guard let write = writes[key] else { continue }
+        let indexNames = E.IndexName.allCases
+        for (key, write) in writes {
             if let entity = write {
                 let bytes: [UInt8]
                 do { bytes = try EntityCodec.encode(entity) } catch { throw .unencodableEntity("\(error)") }
-                batch.put(bytes, forKey: key, in: keyspace, indexTerms: Self.terms(of: entity))
+                batch.put(bytes, forKey: key, in: keyspace, indexTerms: Self.terms(of: entity, indexNames: indexNames))
             } else {
                 batch.delete(key, in: keyspace)
             }
         }
-        try await commit(batch)
-        return stored
+        return (batch, stored)
     }
 
     public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
         await writeLock.lock()
         defer { writeLock.unlock() }
+        try await commit(try prepareRemove(identifiers))
+    }
+
+    /// The batch that deletes the records of `identifiers` (its snapshot released before the commit).
+    private func prepareRemove(_ identifiers: [E.Identifier]) throws(StoreError) -> WriteBatch {
         let snapshot = try openSnapshot()
         var batch = WriteBatch()
         var seen = Set<[UInt8]>()
@@ -167,7 +204,7 @@ public final class DiskStore<E: LocalEntity>: Store {
             // Every record equal to the id: also a copy still filed under its local value alone.
             for key in locateKeys(identifier, in: snapshot) where seen.insert(key).inserted { batch.delete(key, in: keyspace) }
         }
-        try await commit(batch)
+        return batch
     }
 
     public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
@@ -182,10 +219,18 @@ public final class DiskStore<E: LocalEntity>: Store {
     }
 
     /// The index terms stored with an entity: every index name's terms and its local identifier.
-    static func terms(of entity: E) -> [IndexTerm] {
+    /// `indexNames` is `E.IndexName.allCases` (a new array per call, so a batch asks once).
+    static func terms(of entity: E, indexNames: E.IndexName.AllCases = E.IndexName.allCases) -> [IndexTerm] {
         var terms: [IndexTerm] = []
-        for name in E.IndexName.allCases {
-            let values = entity.entityIndexValue(for: name).indexTerms
+        terms.reserveCapacity(indexNames.count + 1)
+        for name in indexNames {
+            let indexValue = entity.entityIndexValue(for: name)
+            if case .array = indexValue {} else {
+                // A scalar (or `.none`, whose term is `null`) has exactly one term: no arrays to build.
+                terms.append(IndexTerm(index: name.rawValue, value: indexValue.indexValue))
+                continue
+            }
+            let values = indexValue.indexTerms
             for (i, value) in values.enumerated() where i == 0 || !values[..<i].contains(value) {
                 terms.append(IndexTerm(index: name.rawValue, value: value))
             }

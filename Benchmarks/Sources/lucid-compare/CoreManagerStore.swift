@@ -1,0 +1,213 @@
+import Foundation
+import Lucid
+import LucidEngine
+
+/// The GRDB engine's book row as a Lucid entity, the way an app would write one: a plain Codable struct (stored
+/// with ``EntityCodec``), indexed on genre and rating.
+///
+/// The remote identifier stands for GRDB's 16-byte blob key: its first 8 bytes as a big-endian Int (the record
+/// number for sequential keys, a hash for random ones; unique either way), so both engines insert and look up
+/// records in the same key order. `number` is GRDB's `id` column.
+struct BookEntity: LocalEntity {
+    typealias Identifier = EntityIdentifier<BookEntity, Int>
+    static var identifierTypeID: String { "books" }
+
+    var identifier: Identifier
+    var number: Int
+    var title: String
+    var author: String
+    var year: Int
+    var pages: Int
+    var rating: Int
+    var published: Date
+    var genre: String
+    var lang: String
+    var stock: Int
+
+    enum IndexName: String, EntityIndexName { case genre, rating }
+
+    func entityIndexValue(for indexName: IndexName) -> EntityIndexValue {
+        switch indexName {
+        case .genre: .string(genre)
+        case .rating: .int(rating)
+        }
+    }
+
+    init(_ i: Int, _ order: KeyOrder) {
+        let f = Fields(i)
+        identifier = .remote(Self.remoteID(Records.key(i, order)))
+        number = f.id
+        title = f.title
+        author = f.author
+        year = f.year
+        pages = f.pages
+        rating = f.rating
+        published = Date(timeIntervalSince1970: Double(f.published) / 1000)
+        genre = f.genreName
+        lang = "en"
+        stock = f.stock
+    }
+
+    /// The remote id standing for a 16-byte harness key (its first 8 bytes, big-endian).
+    static func remoteID(_ key: [UInt8]) -> Int {
+        key.withUnsafeBytes { Int(bitPattern: UInt(UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)))) }
+    }
+
+    /// Bytes of the decoded fields, the "value size" of a read (as GRDB's `Book.byteCount`).
+    var byteCount: Int { 16 + title.utf8.count + author.utf8.count + genre.utf8.count + lang.utf8.count + 48 }
+}
+
+/// Lucid's data layer: a `CoreManager` over a `DiskStore` (or, with `cached`, a `CacheStore` of an
+/// `InMemoryStore` over it) on a LucidEngine opened with lucid-engine's settings.
+///
+/// The harness is synchronous and the manager's API is async: each batch, and each whole loop of gets or
+/// queries, runs in one task the calling thread waits for, so the bridge is paid once per loop, not per call.
+final class CoreManagerStore: BenchStore, Committer {
+    static let keyspace = BookEntity.identifierTypeID
+    static func settings(cached: Bool) -> String {
+        "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
+            + " on LucidEngine (syncMode .none during the load then one sync(), \(engineCacheBytes >> 20) MiB page "
+            + "cache); BookEntity (Codable, remote Int id + 10 fields, indexes genre and rating) written with "
+            + "set([1000 entities]), read with get(byID:), queries through search(withQuery:)"
+    }
+    static func durableSettings(cached: Bool) -> String {
+        "Lucid CoreManager (" + (cached ? "CacheStore" : "DiskStore")
+            + "): syncMode .always, one set(entity) per record"
+    }
+
+    private let path: String
+    private let options: EngineOptions
+    private let cached: Bool
+    private var engine: Engine
+    private var manager: CoreManager<BookEntity>
+
+    init(path: String, durable: Bool, cached: Bool) throws {
+        self.path = path
+        self.cached = cached
+        var options = EngineOptions()
+        options.syncMode = durable ? .always : .none
+        options.pageCacheBytes = engineCacheBytes
+        self.options = options
+        engine = try Engine.open(at: path, options: options)
+        manager = Self.makeManager(engine, cached: cached)
+    }
+
+    private static func makeManager(_ engine: Engine, cached: Bool) -> CoreManager<BookEntity> {
+        let disk = DiskStore<BookEntity>(engine: engine)
+        if cached { return CoreManager(store: CacheStore(memory: InMemoryStore(), disk: disk)) }
+        return CoreManager(store: disk)
+    }
+
+    func loadBatch(_ range: Range<Int>, order: KeyOrder) throws {
+        let books = range.map { BookEntity($0, order) }
+        let manager = self.manager
+        let stored = try wait { try await manager.set(books).count }
+        guard stored == books.count else { throw BenchError.failed("set stored \(stored) of \(books.count)") }
+    }
+
+    func syncAll() throws { try engine.sync() }
+
+    func get(_ key: [UInt8]) throws -> Int? {
+        let manager = self.manager
+        let id = BookEntity.remoteID(key)
+        return try wait { try await manager.get(byID: .remote(id))?.byteCount }
+    }
+
+    func getEach(_ count: Int, _ key: (Int) -> [UInt8]) throws -> (missing: Int, bytes: Int) {
+        let ids = (0..<count).map { BookEntity.remoteID(key($0)) }
+        let manager = self.manager
+        return try wait {
+            var missing = 0
+            var bytes = 0
+            for id in ids {
+                if let book = try await manager.get(byID: .remote(id)) { bytes += book.byteCount } else { missing += 1 }
+            }
+            return (missing, bytes)
+        }
+    }
+
+    /// Every entity in identifier order (`all()`, which decodes them all into one result).
+    func scanAll() throws -> (count: Int, bytes: Int) {
+        let manager = self.manager
+        return try wait {
+            let books = try await manager.all()
+            return (books.count, books.entities.reduce(0) { $0 + $1.byteCount })
+        }
+    }
+
+    func reopen() throws {
+        try engine.close()
+        engine = try Engine.open(at: path, options: options)
+        manager = Self.makeManager(engine, cached: cached)
+    }
+
+    func close() throws { try engine.close() }
+
+    var supportsSecondaryIndexes: Bool { true }
+
+    private static func genreQuery(_ genre: Int, limit: Int) -> Query<BookEntity> {
+        .filter(.genre == .string(Words.genres[genre])).with(limit: limit)
+    }
+
+    private static func ratingQuery(_ rating: Int, limit: Int) -> Query<BookEntity> {
+        Query.filter(.rating >= .int(rating)).order([.asc(by: .rating)]).with(limit: limit)
+    }
+
+    /// `genre == x` with limit 20, in identifier order: the 20 books of that genre with the smallest ids, the
+    /// rows GRDB's `filter(genre == x).limit(20)` reads through its genre index (entries in primary-key order).
+    func queryGenre(_ genre: Int, limit: Int) throws -> Int {
+        let manager = self.manager
+        let query = Self.genreQuery(genre, limit: limit)
+        return try wait { try await manager.search(withQuery: query).once.count }
+    }
+
+    func queryRating(atLeast rating: Int, limit: Int) throws -> Int {
+        let manager = self.manager
+        let query = Self.ratingQuery(rating, limit: limit)
+        return try wait { try await manager.search(withQuery: query).once.count }
+    }
+
+    func queryGenreEach(_ count: Int, limit: Int, _ genre: () -> Int) throws -> Int {
+        try runQueries((0..<count).map { _ in Self.genreQuery(genre(), limit: limit) }, expecting: limit)
+    }
+
+    func queryRatingEach(_ count: Int, limit: Int, _ rating: () -> Int) throws -> Int {
+        try runQueries((0..<count).map { _ in Self.ratingQuery(rating(), limit: limit) }, expecting: limit)
+    }
+
+    /// Runs `queries` in one task; returns how many gave fewer than `expecting` entities.
+    private func runQueries(_ queries: [Query<BookEntity>], expecting: Int) throws -> Int {
+        let manager = self.manager
+        return try wait {
+            var short = 0
+            for query in queries where try await manager.search(withQuery: query).once.count != expecting { short += 1 }
+            return short
+        }
+    }
+
+    func makeCommitter() throws -> Committer { self }
+
+    func commitOne(_ i: Int) throws {
+        let book = BookEntity(i, .random)
+        let manager = self.manager
+        _ = try wait { try await manager.set(book) }
+    }
+
+    func finish() throws {}
+}
+
+/// Runs `body` in a task and blocks the calling (non-cooperative) thread until it ends.
+private func wait<T>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Swift.Result<T, Error>?
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Lucid
+import LucidEngine
+import Testing
+
+/// The disk store's shortcuts (index equality read in key order, a comparison walked on the index the result is
+/// ordered by, scans in key order) against the in-memory evaluation of the same query, on data with many ties
+/// and an array property (several terms per record).
+@Suite("Disk query planner")
+struct DiskQueryPlannerTests {
+    private static let genres = ["fantasy", "history", "poetry"]
+
+    private static func books(count: Int, seed: UInt64) -> [Book] {
+        var state = seed
+        func next(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+        return (0..<count).map { i in
+            let id: Book.Identifier = next(5) == 0 ? .local("l\(i)") : .remote(i * 7 % 1000, local: next(3) == 0 ? "l\(i)" : nil)
+            return Book(id, title: "t\(next(40))", genre: next(6) == 0 ? nil : genres[next(genres.count)],
+                        rating: Double(next(6)) / 2, pages: next(50),
+                        tags: (0..<next(3)).map { _ in ["a", "b", "c", "d"][next(4)] })
+        }
+    }
+
+    private static func queries() -> [Query<Book>] {
+        var queries: [Query<Book>] = []
+        let windows: [(Int?, Int?)] = [(nil, nil), (nil, 0), (nil, 1), (nil, 7), (3, 5), (40, 10), (nil, 500)]
+        for (offset, limit) in windows {
+            func windowed(_ q: Query<Book>) -> Query<Book> {
+                var q = q
+                if let offset { q = q.with(offset: offset) }
+                if let limit { q = q.with(limit: limit) }
+                return q
+            }
+            for genre in genres + ["none-such"] {
+                let eq = Query<Book>.filter(.genre == .string(genre))
+                queries.append(windowed(eq))
+                queries.append(windowed(eq.order([.desc(by: .identifier)])))
+                queries.append(windowed(eq.order([.natural])))
+            }
+            queries.append(windowed(.filter(.genre == .none)))
+            queries.append(windowed(.filter(.tags == .string("b"))))
+            for value in [0.0, 1.0, 1.5, 2.5] {
+                for filter: Query<Book>.Filter in [.rating >= .double(value), .rating > .double(value),
+                                                   .rating < .double(value), .rating <= .double(value),
+                                                   .rating == .double(value), .rating >= .int(1)] {
+                    queries.append(windowed(.filter(filter).order([.asc(by: .rating)])))
+                    queries.append(windowed(.filter(filter).order([.desc(by: .rating)])))
+                    queries.append(windowed(.filter(filter).order([.asc(by: .rating), .desc(by: .pages)])))
+                }
+            }
+            for tag in ["a", "c"] {
+                queries.append(windowed(.filter(.tags >= .string(tag)).order([.asc(by: .tags)])))
+                queries.append(windowed(.filter(.tags < .string(tag)).order([.desc(by: .tags)])))
+            }
+            queries.append(windowed(Query<Book>.all))
+            queries.append(windowed(Query<Book>.all.order([.desc(by: .identifier)])))
+            queries.append(windowed(Query<Book>.all.order([.asc(by: .rating)])))
+            queries.append(windowed(Query<Book>.all.order([.desc(by: .tags)])))
+        }
+        return queries
+    }
+
+    @Test("shortcuts give the in-memory result", arguments: [UInt64(1), 2, 3])
+    func shortcuts(seed: UInt64) async throws {
+        let holder = try TemporaryStore()
+        let store = DiskStore<Book>(engine: holder.engine)
+        let books = Self.books(count: 300, seed: seed)
+        for start in stride(from: 0, to: books.count, by: 50) {
+            _ = try await store.set(Array(books[start..<min(start + 50, books.count)]))
+        }
+        let everything = try await store.search(.all).entities
+        let model = InMemoryStore<Book>()
+        model.setNow(books)
+        #expect(everything == (try await model.search(.all)).entities)
+        for query in Self.queries() {
+            let expected = try query.evaluate(over: everything)
+            let actual = try await store.search(query)
+            #expect(actual.entities == expected.entities, "\(query)")
+        }
+    }
+
+    @Test("a date is stored as its Codable form, the interval since the reference date")
+    func dates() throws {
+        for date in [Date(timeIntervalSinceReferenceDate: 0), Date(timeIntervalSince1970: 1_600_000_123.25), .distantPast] {
+            let bytes = try EntityCodec.encode(date)
+            #expect(bytes == (try EntityCodec.encode(date.timeIntervalSinceReferenceDate)))
+            #expect(try EntityCodec.decode(Date.self, from: bytes) == date)
+            #expect(try EntityCodec.decode([Date?].self, from: try EntityCodec.encode([date, nil])) == [date, nil])
+        }
+        #expect(throws: DecodingError.self) { try EntityCodec.decode(Date.self, from: try EntityCodec.encode("x")) }
+    }
+
+    @Test("a batch of remote ids with repeats merges like separate writes")
+    func repeatedRemoteIDs() async throws {
+        let holder = try TemporaryStore()
+        let store = DiskStore<Book>(engine: holder.engine)
+        let model = InMemoryStore<Book>()
+        let first = [Book.remote(1, "a"), Book.remote(2, "b")]
+        _ = try await store.set(first)
+        model.setNow(first)
+        let batch = [Book.remote(1, "c"), Book.remote(3, "d"), Book.remote(1, "e", pages: 7), Book.remote(3, "f")]
+        let stored = try await store.set(batch)
+        model.setNow(batch)
+        #expect(stored.map(\.title) == ["c", "d", "e", "f"])
+        #expect(try await store.search(.all).entities == (try await model.search(.all)).entities)
+    }
+}
