@@ -20,7 +20,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// The backend, if the manager has one.
     let remote: (any RemoteStoring<E>)?
     let writeLock = AsyncMutex()
-    private let clock = Mutex(WriteClock())
+    private let clock = Mutex(WriteClock<E.Identifier>())
     let observers = QueryObservers<E>()
 
     /// A manager over `stores` (read in level order). - Precondition: at least one store.
@@ -187,7 +187,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         await writeLock.lock()
         defer { writeLock.unlock() }
         let admitted = admit(entities.map(\.identifier), at: origin)
-        let current = zip(entities, admitted).filter(\.1).map(\.0)
+        let current = admitted.allSatisfy { $0 } ? entities : zip(entities, admitted).filter(\.1).map(\.0)
         guard !current.isEmpty else { return ([], true) }
         let stored: [E] = try await forEachStore { store throws(StoreError) in try await store.set(current) }
         await refreshObservers(changed: stored, removed: [])
@@ -248,7 +248,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     private func admit(_ ids: [E.Identifier], at origin: UInt64?) -> [Bool] {
         clock.withLock { c in
             let stamp = origin ?? c.now()
-            return ids.map { c.admit(AnyHashableIdentifierKey($0), at: stamp) }
+            return ids.map { c.admit($0, at: stamp) }
         }
     }
 

@@ -11,9 +11,9 @@ import Darwin
 /// across restarts (the original used a boot-relative clock). The record of timestamps is bounded: past
 /// ``capacity`` identifiers the older half is forgotten and its newest timestamp becomes a floor; a write
 /// older than the floor for a forgotten identifier is treated as stale (never overwrite something newer).
-struct WriteClock {
-    static let capacity = 100_000
-    private var last = DualHashDictionary<AnyHashableIdentifierKey, UInt64>()
+struct WriteClock<Key: DualHashable> {
+    static var capacity: Int { 100_000 }
+    private var last = DualHashDictionary<Key, UInt64>()
     private var issued: UInt64 = 0
     private var floor: UInt64 = 0
 
@@ -30,7 +30,7 @@ struct WriteClock {
     }
 
     /// Whether a write stamped `timestamp` to `key` is current; if so, records it.
-    mutating func admit(_ key: AnyHashableIdentifierKey, at timestamp: UInt64) -> Bool {
+    mutating func admit(_ key: Key, at timestamp: UInt64) -> Bool {
         if let previous = last[key] {
             if timestamp < previous { return false }
         } else if timestamp < floor {
@@ -45,29 +45,8 @@ struct WriteClock {
         let stamps = last.map(\.value).sorted()
         let cut = stamps[stamps.count / 2]
         floor = max(floor, cut)
-        var kept = DualHashDictionary<AnyHashableIdentifierKey, UInt64>()
+        var kept = DualHashDictionary<Key, UInt64>()
         for (key, stamp) in last where stamp > cut { kept[key] = stamp }
         last = kept
-    }
-}
-
-/// An identifier reduced to its halves' storage forms, so the clock can key identifiers of any entity type.
-struct AnyHashableIdentifierKey: DualHashable {
-    let localKey: ByteString?
-    let remoteKey: [UInt8]?
-
-    init<I: EntityIdentifierProtocol>(_ identifier: I) {
-        localKey = identifier.localValue.map(ByteString.init)
-        let storage = identifier.storageKey
-        remoteKey = storage.first == 0x72 ? storage : nil
-    }
-
-    private init(localKey: ByteString?, remoteKey: [UInt8]?) {
-        self.localKey = localKey
-        self.remoteKey = remoteKey
-    }
-
-    func absorbing(_ other: AnyHashableIdentifierKey) -> AnyHashableIdentifierKey {
-        AnyHashableIdentifierKey(localKey: localKey ?? other.localKey, remoteKey: remoteKey ?? other.remoteKey)
     }
 }
