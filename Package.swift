@@ -41,7 +41,7 @@ let package = Package(
             swiftSettings: internalChecks
         ),
         // The data layer users import: entities, queries, stores, CoreManager.
-        .target(name: "Lucid", dependencies: ["LucidEngine"]),
+        .target(name: "Lucid", dependencies: ["LucidEngine", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "lucid-demo", dependencies: ["Lucid", "LucidEngine"]),
         // Child process for the kill -9 crash tests.
         .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine", "LucidEngineTestSupport"]),

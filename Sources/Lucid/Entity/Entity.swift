@@ -17,6 +17,8 @@ public protocol EntityIdentifierProtocol: DualHashable, Comparable, Codable, Sen
     var remoteValueDescription: String? { get }
     /// The entity type's id (see ``EntityTypeIdentifying``).
     static var identifierTypeID: String { get }
+    /// An identifier with only a local value.
+    static func local(_ value: String) -> Self
     /// Folds the halves of `other` into this identifier; throws when they conflict.
     mutating func merge(with other: Self) throws
 }

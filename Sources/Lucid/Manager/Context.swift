@@ -100,12 +100,14 @@ public indirect enum DataSource: Sendable, Equatable {
 }
 
 /// How a read runs: its data source, contract and access validator.
-public struct ReadContext<E: Entity>: Sendable {
+public struct ReadContext<E: LocalEntity>: Sendable {
     public var dataSource: DataSource
     public var contract: any EntityContract
     public var accessValidator: (any UserAccessValidating)?
     /// A request made at the call site, used instead of the entity type's (it must match the operation).
     public var remoteRequest: APIRequestConfig?
+    /// How that request's answer decodes (nil: the entity type's endpoint for the operation).
+    public var remoteEndpoint: RemoteEndpoint<E>?
     /// Where entities of other types nested in a remote payload are persisted (e.g. a ``ManagerRegistry``);
     /// nil: they are dropped.
     public var payloadPersistence: (any PayloadPersisting)?
@@ -113,11 +115,12 @@ public struct ReadContext<E: Entity>: Sendable {
     /// A context; by default local, every entity valid, no access check.
     public init(dataSource: DataSource = .local, contract: any EntityContract = AlwaysValidContract(),
                 accessValidator: (any UserAccessValidating)? = nil, remoteRequest: APIRequestConfig? = nil,
-                payloadPersistence: (any PayloadPersisting)? = nil) {
+                remoteEndpoint: RemoteEndpoint<E>? = nil, payloadPersistence: (any PayloadPersisting)? = nil) {
         self.dataSource = dataSource
         self.contract = contract
         self.accessValidator = accessValidator
         self.remoteRequest = remoteRequest
+        self.remoteEndpoint = remoteEndpoint
         self.payloadPersistence = payloadPersistence
     }
 }

@@ -59,7 +59,7 @@ extension CoreManager {
         let started = timestamp()
         let found: E?
         let related: [RelatedEntities]
-        do { (found, related) = try await remote.fetch(byID: id, request: context.remoteRequest) } catch {
+        do { (found, related) = try await remote.fetch(byID: id, request: context.remoteRequest, endpoint: context.remoteEndpoint) } catch {
             if fallBack && error.shouldFallBackToLocal { return try await localGet(id, context) }
             throw .wrap(error)
         }
@@ -81,7 +81,8 @@ extension CoreManager {
         let started = timestamp()
         var result: QueryResult<E>
         let related: [RelatedEntities]
-        do { (result, related) = try await remote.fetch(query, request: context.remoteRequest, trustRemoteFiltering: trust) } catch {
+        do { (result, related) = try await remote.fetch(query, request: context.remoteRequest, endpoint: context.remoteEndpoint,
+                                                     trustRemoteFiltering: trust) } catch {
             if fallBack && error.shouldFallBackToLocal { return try await localSearch(query, contract: context.contract) }
             throw .wrap(error)
         }
@@ -112,5 +113,25 @@ extension CoreManager {
     private func shouldPersist(_ persistence: PersistenceStrategy, _ context: ReadContext<E>) -> Bool {
         guard case .persist = persistence, !stores.isEmpty else { return false }
         return (context.accessValidator?.userAccess ?? .remoteAccess) == .remoteAccess
+    }
+
+    /// A create queued by an earlier run is answered with nobody waiting: fold the server's id into the local
+    /// entity and rewrite the queued requests still naming its local id, before the queue sends the next one.
+    func adoptCreatesAnsweredLater() {
+        guard let remote, let queue = remote.queue else { return }
+        queue.onOutcome { [weak self] outcome in
+            guard let self, !outcome.hadWaiter, case .success(let response) = outcome.result,
+                  let local = remote.createdLocalID(outcome.request) else { return }
+            let stored = self.stores.isEmpty ? nil : try? await self.localEntity(withLocalID: local)
+            guard let stored, let adopted = remote.adoptCreateAnswer(response, for: stored),
+                  let remoteID = adopted.identifier.remoteValueDescription else { return }
+            _ = try? await self.applyLocal([adopted], origin: nil)
+            try? await queue.rewriteIdentifier(typeID: E.identifierTypeID, local: local, remote: remoteID)
+        }
+    }
+
+    /// The locally stored entity whose identifier has this local value.
+    private func localEntity(withLocalID local: String) async throws(ManagerError) -> E? {
+        try await localGet(E.Identifier.local(local), ReadContext())
     }
 }

@@ -28,6 +28,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         precondition(!stores.isEmpty, "a CoreManager needs at least one store")
         self.stores = stores.filter { $0.level != .remote }.sorted { $0.level < $1.level }
         remote = stores.lazy.compactMap { $0 as? any RemoteStoring<E> }.first
+        adoptCreatesAnsweredLater()
     }
 
     /// A manager over one store.

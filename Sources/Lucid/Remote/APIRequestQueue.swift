@@ -30,6 +30,8 @@ public final class APIRequestQueue: Sendable {
         public var id: UInt64
         public var request: APIRequestConfig
         public var result: Result<APIResponse, APIError>
+        /// Whether a caller in this process was waiting for it (false for requests queued by an earlier run).
+        public var hadWaiter: Bool
     }
 
     private struct State {
@@ -49,16 +51,23 @@ public final class APIRequestQueue: Sendable {
     private let state = Mutex(State())
     private let worker = Mutex<Task<Void, Never>?>(nil)
 
-    /// A queue in `keyspace` of `engine`; requests left by an earlier run are sent first.
+    /// A queue in `keyspace` of `engine`; requests left by an earlier run are sent first. With
+    /// `startsImmediately: false` nothing is sent until ``start()``, so that managers can register their outcome
+    /// handlers before the requests of an earlier run are answered.
     public init(engine: Engine, client: any APIClient, keyspace: String = "__lucid_requests",
-                retry: RetryPolicy = RetryPolicy()) {
+                retry: RetryPolicy = RetryPolicy(), startsImmediately: Bool = true) {
         self.engine = engine
         self.client = client
         self.keyspace = keyspace
         self.retry = retry
         let last = engine.snapshot().keys(in: keyspace, reverse: true, limit: 1).first.map(Self.id) ?? 0
         state.withLock { $0.nextID = last + 1 }
-        worker.withLock { $0 = Task { await self.run() } }
+        if startsImmediately { start() }
+    }
+
+    /// Starts sending (once; later calls do nothing).
+    public func start() {
+        worker.withLock { task in if task == nil { task = Task { await self.run() } } }
     }
 
     /// Requests waiting to be delivered. - Complexity: O(1).
@@ -200,7 +209,7 @@ public final class APIRequestQueue: Sendable {
         let (waiter, responder, handlers) = state.withLock { s in
             (s.waiters.removeValue(forKey: id), s.responders.removeValue(forKey: id), s.handlers)
         }
-        let outcome = Outcome(id: id, request: request, result: result)
+        let outcome = Outcome(id: id, request: request, result: result, hadWaiter: waiter != nil)
         await responder?(result)
         for handler in handlers { await handler(outcome) }
         waiter?.resume(returning: result)

@@ -2,14 +2,21 @@
 public protocol RemoteStoring<E>: Store {
     /// The entity `identifier` names on the server (nil on a 404) and the other entities nested in the answer;
     /// `request` overrides the entity type's.
-    func fetch(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError)
+    func fetch(byID identifier: E.Identifier, request: APIRequestConfig?, endpoint: RemoteEndpoint<E>?) async throws(StoreError)
         -> (entity: E?, related: [RelatedEntities])
     /// The server's result for `query` and the other entities nested in it; unless `trustRemoteFiltering`, the
     /// filter, order and window are applied again locally to what it returned.
-    func fetch(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
+    func fetch(_ query: Query<E>, request: APIRequestConfig?, endpoint: RemoteEndpoint<E>?, trustRemoteFiltering: Bool)
+        async throws(StoreError)
         -> (result: QueryResult<E>, related: [RelatedEntities])
     /// Writes with an explicit request builder (nil: the entity type's).
     func set(_ entities: [E], request: (@Sendable (RemotePath<E>) -> APIRequestConfig?)?) async throws(StoreError) -> [E]
+    /// The queue writes go through, if any.
+    var queue: APIRequestQueue? { get }
+    /// The local id a queued create of this entity type was sent for, from the request's tag (nil otherwise).
+    func createdLocalID(_ request: APIRequestConfig) -> String?
+    /// `entity` with the server's answer to its create folded in (its remote id), or nil when it does not decode.
+    func adoptCreateAnswer(_ response: APIResponse, for entity: E) -> E?
 }
 
 /// The backend as a store: reads and writes through an ``APIClient`` with the requests ``RemoteEntity`` builds.
@@ -28,13 +35,16 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
     public let client: any APIClient
     /// The persistent queue writes go through, if any (reads never do).
     public let queue: APIRequestQueue?
+    /// Where dropped payload elements are reported.
+    public let logger: Logger
     public var level: StoreLevel { .remote }
 
     /// A remote store over `client`; with a `queue`, writes are persisted and retried while the server is down,
     /// and each write call returns once its request is delivered.
-    public init(client: any APIClient, queue: APIRequestQueue? = nil) {
+    public init(client: any APIClient, queue: APIRequestQueue? = nil, logger: Logger = Logger(label: "lucid.remote")) {
         self.client = client
         self.queue = queue
+        self.logger = logger
     }
 
     /// Sends a write through the queue when there is one.
@@ -46,14 +56,15 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
     }
 
     public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
-        try await fetch(byID: identifier, request: nil).entity
+        try await fetch(byID: identifier, request: nil, endpoint: nil).entity
     }
 
-    public func fetch(byID identifier: E.Identifier, request: APIRequestConfig?) async throws(StoreError)
+    public func fetch(byID identifier: E.Identifier, request: APIRequestConfig?, endpoint override: RemoteEndpoint<E>?)
+        async throws(StoreError)
         -> (entity: E?, related: [RelatedEntities]) {
         let path = RemotePath<E>.get(identifier)
         guard let config = request ?? E.requestConfig(for: path) else { throw .notSupported("no request for get of \(E.self)") }
-        guard let endpoint = E.endpoint(for: path) else { throw .notSupported("no endpoint decodes get of \(E.self)") }
+        guard let endpoint = override ?? E.endpoint(for: path) else { throw .notSupported("no endpoint decodes get of \(E.self)") }
         let response: APIResponse
         do { response = try await client.send(config) } catch {
             if case .httpStatus(404, _) = error { return (nil, []) }
@@ -65,16 +76,19 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
-        try await fetch(query, request: nil, trustRemoteFiltering: false).result
+        try await fetch(query, request: nil, endpoint: nil, trustRemoteFiltering: false).result
     }
 
-    public func fetch(_ query: Query<E>, request: APIRequestConfig?, trustRemoteFiltering: Bool) async throws(StoreError)
+    public func fetch(_ query: Query<E>, request: APIRequestConfig?, endpoint override: RemoteEndpoint<E>?,
+                      trustRemoteFiltering: Bool) async throws(StoreError)
         -> (result: QueryResult<E>, related: [RelatedEntities]) {
         let evaluator: QueryEvaluator<E>
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
         let path = RemotePath<E>.search(query)
         guard let config = request ?? E.requestConfig(for: path) else { throw .notSupported("no request for a search of \(E.self)") }
-        guard let endpoint = E.endpoint(for: path) else { throw .notSupported("no endpoint decodes a search of \(E.self)") }
+        guard let endpoint = override ?? E.endpoint(for: path) else {
+            throw .notSupported("no endpoint decodes a search of \(E.self)")
+        }
         let response: APIResponse
         do { response = try await client.send(config) } catch { throw .api(error) }
         if response.isNotModified && response.body.isEmpty { throw .emptyResponse }
@@ -92,8 +106,11 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
         var stored: [E] = []
         for entity in entities {
             let path = RemotePath<E>.set(entity)
-            guard let config = request?(path) ?? E.requestConfig(for: path) else {
+            guard var config = request?(path) ?? E.requestConfig(for: path) else {
                 throw .notSupported("no request to write \(E.self)")
+            }
+            if case .create = path, config.tag == nil, let local = entity.identifier.localValue {
+                config.tag = Self.createTag(local)   // lets a later run adopt the answer (see CoreManager)
             }
             // A create's answer names the server's id: queued requests still naming the local id are rewritten
             // before the queue sends the next one.
@@ -139,9 +156,30 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
         return []
     }
 
+    /// The tag that marks a queued create of `E` for the local id `local`.
+    static func createTag(_ local: String) -> String { "lucid.create:\(E.identifierTypeID):\(local)" }
+
+    public func createdLocalID(_ request: APIRequestConfig) -> String? {
+        let prefix = Self.createTag("")
+        guard let tag = request.tag, tag.hasPrefix(prefix) else { return nil }
+        return String(tag.dropFirst(prefix.count))
+    }
+
+    public func adoptCreateAnswer(_ response: APIResponse, for entity: E) -> E? {
+        guard let endpoint = E.endpoint(for: .create(entity)),
+              let answer = try? endpoint.decode(Data(response.body)).entities.first else { return nil }
+        return EntityMerging.absorbIdentifier(of: entity, into: answer)
+    }
+
     private func decode(_ response: APIResponse, _ endpoint: RemoteEndpoint<E>) throws(StoreError) -> RemotePayload<E> {
-        do { return try endpoint.decode(Data(response.body)) } catch { throw .api(error) }
+        let payload: RemotePayload<E>
+        do { payload = try endpoint.decode(Data(response.body)) } catch { throw .api(error) }
+        for dropped in payload.droppedElements {
+            logger.warning("dropped an undecodable \(E.self) from a payload: \(dropped)")
+        }
+        return payload
     }
 }
 
 import Foundation
+import Logging

@@ -113,4 +113,35 @@ struct RemoteDataSourceTests {
         #expect(f.backend.requests.last.map { "\($0.method) \($0.path)" } == "DELETE /books")
         #expect(f.backend.books.isEmpty)
     }
+
+    @Test("a slow server times out and remoteOrLocal answers from local stores; remote alone reports the timeout")
+    func slowServer() async throws {
+        let server = try LoopbackHTTPServer { _ in LoopbackHTTPServer.Response(status: 200, body: Array("{}".utf8), delay: 2) }
+        defer { server.stop() }
+        let temp = try TemporaryStore()
+        let disk = DiskStore<Book>(engine: temp.engine)
+        _ = try await disk.set([Book.remote(1, "Local")])
+        let manager = CoreManager(stores: [RemoteStore<Book>(client: URLSessionAPIClient(host: server.host, defaultTimeout: 0.3)), disk])
+        #expect(try await manager.get(byID: .remote(1), in: ReadContext(dataSource: .remoteOrLocal()))?.title == "Local")
+        do {
+            _ = try await manager.get(byID: .remote(1), in: ReadContext(dataSource: .remote()))
+            Issue.record("a timed-out read succeeded")
+        } catch {
+            guard case .store(.api(.timeout)) = error else { Issue.record("unexpected \(error)"); return }
+        }
+    }
+
+    @Test("a call-site request with its own result payload")
+    func contextualRequest() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.path == "/discover/top" ? .json(#"{"result":{"items":[{"id":5,"title":"Top","rating":5,"page_count":1}]}}"#) : .json("{}", status: 404)
+        }
+        defer { server.stop() }
+        let temp = try TemporaryStore()
+        let manager = CoreManager(stores: [RemoteStore<Book>(client: URLSessionAPIClient(host: server.host)), DiskStore<Book>(engine: temp.engine)])
+        let context = ReadContext<Book>(dataSource: .remote(), remoteRequest: APIRequestConfig(method: .get, path: .path("discover") / "top"),
+                                        remoteEndpoint: .list(BookPayload.self, at: ["result", "items"]) { $0.book })
+        #expect(try await manager.search(withQuery: .all, in: context).once.map(\.title) == ["Top"])
+        #expect(try await manager.get(byID: .remote(5))?.title == "Top")   // persisted
+    }
 }

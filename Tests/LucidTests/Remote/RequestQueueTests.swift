@@ -75,6 +75,38 @@ struct RequestQueueTests {
         await queue.close()
     }
 
+    @Test("a create and an update queued offline, answered by the next run: the id is adopted and the update rewritten")
+    func createAnsweredAfterRestart() async throws {
+        let port = try Self.freePort()
+        let temp = try TemporaryStore()
+        func wire(start: Bool) -> (APIRequestQueue, CoreManager<Book>) {
+            let client = URLSessionAPIClient(host: "http://127.0.0.1:\(port)", defaultTimeout: 2)
+            let queue = APIRequestQueue(engine: temp.engine, client: client, retry: Self.fastRetry, startsImmediately: start)
+            let manager = CoreManager(stores: [RemoteStore<Book>(client: client, queue: queue), DiskStore<Book>(engine: temp.engine)])
+            return (queue, manager)
+        }
+        let (firstQueue, firstManager) = wire(start: true)
+        let create = Task { try? await firstManager.set(Book(.local("offline"), title: "Draft"), in: WriteContext(dataTarget: .localAndRemote)) }
+        #expect(await Self.eventually { firstQueue.pendingCount == 1 })
+        let remove = Task { try? await firstManager.remove(atID: .local("offline"), in: WriteContext(dataTarget: .remote)) }
+        #expect(await Self.eventually { firstQueue.pendingCount == 2 })
+        await firstQueue.close()
+        _ = await (create.value, remove.value)
+        try temp.reopen()
+
+        // The next run: managers wired before the queue starts, then the server is back.
+        let (queue, manager) = wire(start: false)
+        let backend = try FakeBackend(port: port)
+        defer { backend.stop() }
+        queue.start()
+        await queue.waitUntilEmpty()
+        #expect(backend.requests.map { "\($0.method) \($0.path)" } == ["POST /books", "DELETE /books/1000"])
+        #expect(backend.books.isEmpty)
+        // The local entity got the server's id.
+        #expect(try await manager.get(byID: .remote(1000))?.identifier.localValue == "offline")
+        await queue.close()
+    }
+
     @Test("an HTTP error is final: reported to the caller, not retried")
     func finalErrors() async throws {
         let backend = try FakeBackend()
