@@ -28,35 +28,11 @@ enum CLI {
 
     // MARK: Finding the binary
 
-    /// Directories that may hold the built products: the one holding the running test binary (on Linux the
-    /// `.xctest` file is itself the executable; on Darwin it is a bundle inside the products directory).
-    static func productsDirectories() -> [String] {
-        var candidates: [URL] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
-        }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        candidates.append(Bundle.main.bundleURL)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        var seen = Set<String>()
-        return candidates.map(\.standardizedFileURL.path).filter { seen.insert($0).inserted }
-    }
+    static func productsDirectories() -> [String] { BuiltProducts.directories() }
 
     /// The `lucidctl` binary next to the test binary (the test target depends on it, so `swift build` and
     /// `swift test` build it first); `LUCIDCTL` in the environment overrides.
-    static let executable: URL? = {
-        if let path = ProcessInfo.processInfo.environment["LUCIDCTL"] {
-            return FileManager.default.isExecutableFile(atPath: path) ? URL(fileURLWithPath: path) : nil
-        }
-        for directory in productsDirectories() {
-            let path = directory + "/lucidctl"
-            if FileManager.default.isExecutableFile(atPath: path) { return URL(fileURLWithPath: path) }
-        }
-        return nil
-    }()
+    static let executable: URL? = BuiltProducts.executable(named: "lucidctl", override: "LUCIDCTL")
 
     // MARK: Running it
 

@@ -294,19 +294,23 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     }
 
     private func checkRead(_ context: ReadContext<E>) throws(ManagerError) -> UserAccess {
-        if context.dataSource.needsRemote && remote == nil {
-            throw .notSupported("data source \(context.dataSource) needs a remote store; this manager has local stores only")
-        }
-        let access = context.accessValidator?.userAccess ?? .remoteAccess
-        if access == .noAccess { throw .userAccessInvalid }
-        return access
+        try checkAccess(context.accessValidator, needsRemote: context.dataSource.needsRemote,
+                        naming: "data source \(context.dataSource)")
     }
 
     private func checkWrite(_ context: WriteContext<E>) throws(ManagerError) -> UserAccess {
-        if context.dataTarget.includesRemote && remote == nil {
-            throw .notSupported("data target \(context.dataTarget) needs a remote store; this manager has local stores only")
+        try checkAccess(context.accessValidator, needsRemote: context.dataTarget.includesRemote,
+                        naming: "data target \(context.dataTarget)")
+    }
+
+    /// The user's access at the start of an operation; throws when it names a remote store this manager lacks or
+    /// the user has no access.
+    private func checkAccess(_ validator: (any UserAccessValidating)?, needsRemote: Bool,
+                             naming what: @autoclosure () -> String) throws(ManagerError) -> UserAccess {
+        if needsRemote && remote == nil {
+            throw .notSupported("\(what()) needs a remote store; this manager has local stores only")
         }
-        let access = context.accessValidator?.userAccess ?? .remoteAccess
+        let access = validator?.userAccess ?? .remoteAccess
         if access == .noAccess { throw .userAccessInvalid }
         return access
     }

@@ -11,12 +11,15 @@ final class QueryObservers<E: LocalEntity>: Sendable {
         let query: Query<E>
         let contract: any EntityContract
         let accessValidator: (any UserAccessValidating)?
+        /// The query's filter, compiled once (regexes included) for deciding which writes affect it.
+        let evaluator: QueryEvaluator<E>?
         let state: Mutex<(current: QueryResult<E>, observers: [Int: AsyncStream<QueryResult<E>>.Continuation])>
 
         init(query: Query<E>, context: ReadContext<E>, current: QueryResult<E>) {
             self.query = query
             contract = context.contract
             accessValidator = context.accessValidator
+            evaluator = try? QueryEvaluator(query)
             state = Mutex((current, [:]))
         }
     }
@@ -74,7 +77,7 @@ final class QueryObservers<E: LocalEntity>: Sendable {
             let ids = DualHashSet(current.entities.map(\.identifier))
             if changed.contains(where: { ids.contains($0.identifier) }) { return true }
             if removed.contains(where: { ids.contains($0) }) { return true }
-            guard let evaluator = try? QueryEvaluator(observation.query) else { return false }
+            guard let evaluator = observation.evaluator else { return false }
             return changed.contains(where: evaluator.matches)
         }
     }

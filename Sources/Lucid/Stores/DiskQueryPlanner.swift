@@ -51,7 +51,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
         case .all(exact: true):
             if let ascending = orderedByIdentifier, !query.uniquely, offset == 0 {
                 // Read the records in key order in one pass (no B-tree lookup per key).
-                return evaluator.result(fromMatching: try scanInOrder(reverse: !ascending, limit: window),
+                return evaluator.result(fromMatching: try scan(reverse: !ascending, limit: window, filtering: false),
                                         alreadyOrdered: true, alreadyPaginated: true)
             }
             if let ascending = orderedByIdentifier, !query.uniquely {
@@ -63,9 +63,9 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let walked = try walkIndex(name, keys: nil, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
-            return evaluator.result(fromMatching: try scanAll(filtering: false))
+            return evaluator.result(fromMatching: try scan(filtering: false))
         case .all(exact: false):
-            return evaluator.result(fromMatching: try scanAll(filtering: true))
+            return evaluator.result(fromMatching: try scan(filtering: true))
         case .keys(let keys, let exact):
             if exact, let ascending = orderedByIdentifier, !query.uniquely {
                 var sorted = keys.sorted { $0.lexicographicallyPrecedes($1) }
@@ -141,31 +141,14 @@ struct DiskQueryPlanner<E: LocalEntity> {
         return out
     }
 
-    /// The first `limit` records of the keyspace in key order (descending when `reverse`), decoded.
-    private func scanInOrder(reverse: Bool, limit: Int?) throws(StoreError) -> [E] {
+    /// The records of the keyspace in key order (descending when `reverse`), decoded, at most `limit` of them,
+    /// only those passing the filter when `filtering`. With the filter it is the documented fallback: every entity
+    /// of the keyspace is decoded.
+    private func scan(reverse: Bool = false, limit: Int? = nil, filtering: Bool) throws(StoreError) -> [E] {
         var out: [E] = []
         var failure: StoreError?
         do {
             try snapshot.forEach(in: keyspace, reverse: reverse, limit: limit) { record in
-                do throws(StoreError) {
-                    out.append(try store.decode(record.value, key: record.key))
-                    return true
-                } catch {
-                    failure = error
-                    return false
-                }
-            }
-        } catch { throw .wrap(error) }
-        if let failure { throw failure }
-        return out
-    }
-
-    /// The documented fallback: decode every entity of the keyspace (and filter when asked).
-    private func scanAll(filtering: Bool) throws(StoreError) -> [E] {
-        var out: [E] = []
-        var failure: StoreError?
-        do {
-            try snapshot.forEach(in: keyspace) { record in
                 do throws(StoreError) {
                     let entity = try store.decode(record.value, key: record.key)
                     if !filtering || evaluator.matches(entity) { out.append(entity) }

@@ -75,12 +75,7 @@ struct CompactCommand: ParsableCommand {
     private func runDryRun() throws {
         let engine = try StoreAccess.openForReading(directory)
         defer { try? engine.close() }
-        let stats: StoreStatistics
-        do {
-            stats = try engine.storeStatistics()
-        } catch {
-            throw StoreAccess.failure(error, store: directory)
-        }
+        let stats = try StoreAccess.attempt(store: directory) { try engine.storeStatistics() }
         let sealed = stats.segments.filter(\.sealed)
         // compact seals the active segment first, so every segment holding a record is rewritten.
         let rewritten = stats.segments.filter { $0.sealed || $0.records > 0 }

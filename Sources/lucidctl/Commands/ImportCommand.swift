@@ -144,11 +144,7 @@ struct ImportCommand: ParsableCommand {
         progress.update(done: reader.bytesConsumed, total: total,
                         detail: Self.progressDetail(committed.records, committed.batches))
         progress.finish()
-        do {
-            try engine.close()
-        } catch {
-            throw StoreAccess.failure(error, store: directory)
-        }
+        try StoreAccess.attempt(store: directory) { try engine.close() }
         Console.out("imported \(Console.count(committed.records, "record")) (\(Console.count(committed.puts, "put")), "
                     + "\(Console.count(committed.deletes, "delete"))) in \(Console.count(committed.batches, "batch", "batches")) "
                     + "from \(Console.count(lineNumber, "line")) of \(source) into \(directory)")

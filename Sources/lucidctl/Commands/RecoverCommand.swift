@@ -44,21 +44,13 @@ struct RecoverCommand: ParsableCommand {
         if StoreAccess.kind(of: out) == .missing, StoreAccess.kind(of: parent) == .missing {
             throw CommandFailure(.badInput, "--out \(out): no such directory: \(parent)")
         }
-        let report: SalvageReport
-        do {
-            report = try Engine.salvage(from: directory, to: out, options: StoreAccess.baseOptions())
-        } catch {
-            throw StoreAccess.failure(error, store: directory)
+        let report = try StoreAccess.attempt(store: directory) {
+            try Engine.salvage(from: directory, to: out, options: StoreAccess.baseOptions())
         }
         // The new store must be sound: check it as `verify` would.
         let engine = try StoreAccess.openForReading(out)
         defer { try? engine.close() }
-        let verified: VerifyReport
-        do {
-            verified = try engine.verify()
-        } catch {
-            throw StoreAccess.failure(error, store: out)
-        }
+        let verified = try StoreAccess.attempt(store: out) { try engine.verify() }
         let keyspaces = engine.keyspaces()
         let liveKeys = keyspaces.reduce(0) { $0 + engine.count(in: $1) }
 

@@ -23,12 +23,7 @@ struct StatsCommand: ParsableCommand {
     func run() throws {
         let engine = try StoreAccess.openForReading(directory)
         defer { try? engine.close() }
-        let stats: StoreStatistics
-        do {
-            stats = try engine.storeStatistics()
-        } catch {
-            throw StoreAccess.failure(error, store: directory)
-        }
+        let stats = try StoreAccess.attempt(store: directory) { try engine.storeStatistics() }
         let formatVersion = StoreAccess.manifestFormatVersion(directory) ?? stats.formatVersion
         if output.json {
             Console.out(Self.json(stats, formatVersion: formatVersion).rendered)

@@ -100,6 +100,11 @@ enum StoreAccess {
     }
 
     /// The one-line message and exit status for an error from the engine (or anything else).
+    /// Runs `body`, turning what it throws into the command failure for the store at `path`.
+    static func attempt<T>(store path: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw failure(error, store: path) }
+    }
+
     static func failure(_ error: any Error, store path: String) -> CommandFailure {
         if let failure = error as? CommandFailure { return failure }
         guard let error = error as? LucidError else { return CommandFailure(.badInput, "\(path): \(error)") }

@@ -56,11 +56,7 @@ struct KillNineCompactionTests {
 
     @Test("kill -9 during compactions: acknowledged batches kept, indexes consistent, no orphans, no resurrection")
     func killNineLoopWithCompaction() throws {
-        let child = try #require(KillNineTests.childExecutable(), """
-            lucid-crash-child not found next to the test binary \
-            (\(KillNineTests.productsDirectories().joined(separator: ", "))). \
-            Build it with `swift build` (the test target depends on it) or set LUCID_CRASH_CHILD.
-            """)
+        let child = try KillNineTests.requireChild()
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["LUCID_KILL9_COMPACTION_ROUNDS"].flatMap(Int.init) ?? 30
         let baseSeed = environment["LUCID_KILL9_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(1) << 48)

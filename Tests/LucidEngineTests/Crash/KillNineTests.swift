@@ -22,11 +22,7 @@ import Darwin
 struct KillNineTests {
     @Test("kill -9 at random moments never loses an acknowledged batch nor keeps a partial one")
     func killNineLoop() throws {
-        let child = try #require(Self.childExecutable(), """
-            lucid-crash-child not found next to the test binary \
-            (\(Self.productsDirectories().joined(separator: ", "))). \
-            Build it with `swift build` (the test target depends on it) or set LUCID_CRASH_CHILD.
-            """)
+        let child = try Self.requireChild()
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["LUCID_KILL9_ROUNDS"].flatMap(Int.init) ?? 30
         let baseSeed = environment["LUCID_KILL9_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(1) << 48)
@@ -297,31 +293,16 @@ struct KillNineTests {
 
     // MARK: Finding the child binary
 
-    /// Directories that may hold the built products: the one holding the running test binary (on Linux the
-    /// `.xctest` file is itself the executable; on Darwin it is a bundle inside the products directory).
-    static func productsDirectories() -> [String] {
-        var candidates: [URL] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
-        }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        candidates.append(Bundle.main.bundleURL)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        var seen = Set<String>()
-        return candidates.map(\.standardizedFileURL.path).filter { seen.insert($0).inserted }
+    static func productsDirectories() -> [String] { BuiltProducts.directories() }
+
+    /// The child binary, or a failure that says where it was looked for.
+    static func requireChild() throws -> URL {
+        try #require(childExecutable(), """
+            lucid-crash-child not found next to the test binary \
+            (\(productsDirectories().joined(separator: ", "))). \
+            Build it with `swift build` (the test target depends on it) or set LUCID_CRASH_CHILD.
+            """)
     }
 
-    static func childExecutable() -> URL? {
-        if let path = ProcessInfo.processInfo.environment["LUCID_CRASH_CHILD"] {
-            return FileManager.default.isExecutableFile(atPath: path) ? URL(fileURLWithPath: path) : nil
-        }
-        for directory in productsDirectories() {
-            let path = directory + "/lucid-crash-child"
-            if FileManager.default.isExecutableFile(atPath: path) { return URL(fileURLWithPath: path) }
-        }
-        return nil
-    }
+    static func childExecutable() -> URL? { BuiltProducts.executable(named: "lucid-crash-child", override: "LUCID_CRASH_CHILD") }
 }

@@ -128,13 +128,8 @@ struct IndexCompactionModelTests {
                 case .crashImage:
                     // What a crash of the idle, synced store would leave (the checkpoint of the last compaction,
                     // if any, and the log after it).
-                    try engine.sync()
                     generation += 1
-                    let copy = root + "/store-\(generation)"
-                    try IndexTest.copyStore(from: dir, to: copy)
-                    try engine.close()
-                    try FileManager.default.removeItem(atPath: dir)
-                    dir = copy
+                    dir = try IndexTest.replaceWithCrashImage(engine, dir: dir, copy: root + "/store-\(generation)")
                     engine = try Engine.open(at: dir, options: options)
                 }
                 counts.reopens[how, default: 0] += 1

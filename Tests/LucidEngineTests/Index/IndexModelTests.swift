@@ -377,13 +377,8 @@ struct IndexModelTests {
                     #expect(!engine.recoveryReport.checkpointUsed, "\(tag) \(when): the checkpoint was removed")
                 case .crashImage:
                     // An image of the idle, synced store: what a crash right now would leave.
-                    try engine.sync()
                     generation += 1
-                    let copy = root + "/store-\(generation)"
-                    try IndexTest.copyStore(from: dir, to: copy)
-                    try engine.close()
-                    try FileManager.default.removeItem(atPath: dir)
-                    dir = copy
+                    dir = try IndexTest.replaceWithCrashImage(engine, dir: dir, copy: root + "/store-\(generation)")
                     engine = try Engine.open(at: dir, options: options)
                 }
                 reopens += 1

@@ -139,6 +139,16 @@ enum IndexTest {
         }
     }
 
+    /// Syncs and closes `engine`, leaves in `copy` what a crash of the idle store would leave (``copyStore``),
+    /// removes the original directory `dir`, and returns `copy`, which the caller opens next.
+    static func replaceWithCrashImage(_ engine: Engine, dir: String, copy: String) throws -> String {
+        try engine.sync()
+        try copyStore(from: dir, to: copy)
+        try engine.close()
+        try FileManager.default.removeItem(atPath: dir)
+        return copy
+    }
+
     /// The segment files of a store.
     static func segmentCount(_ dir: String) throws -> Int {
         try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".seg") }.count

@@ -2,18 +2,12 @@ import Foundation
 import Testing
 import Lucid
 import LucidEngine
+import LucidEngineTestSupport
 
 /// Requests queued by a real process that is then killed with SIGKILL are delivered by the next run.
 @Suite("Request queue: kill -9 of the client process")
 struct RequestQueueKillTests {
-    static func child() -> String? {
-        var candidates: [String] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent().path)
-        }
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path)
-        return candidates.map { $0 + "/lucid-queue-child" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
+    static func child() -> String? { BuiltProducts.executable(named: "lucid-queue-child")?.path }
 
     @Test("every request the killed process acknowledged as queued reaches the server, in order, once")
     func killedClient() async throws {
