@@ -52,6 +52,12 @@ public protocol LocalEntity: Entity, Codable {
     func merging(_ updated: Self) -> Self
     /// Whether writing `updated` over this entity changes anything (default: `updated != self`).
     func shouldOverwrite(with updated: Self) -> Bool
+    /// The entity's disk record. Implemented by Lucid: ``EntityCodec`` from `Codable`, or the hand-written
+    /// ``EntityRecordCodable/encode(to:)`` when the entity conforms to ``EntityRecordCodable``.
+    /// - Throws: `EncodingError`.
+    func encodeRecord() throws -> [UInt8]
+    /// The entity a disk record holds (see ``encodeRecord()``). - Throws: `DecodingError`.
+    static func decodeRecord(_ bytes: [UInt8]) throws -> Self
 }
 
 extension LocalEntity {

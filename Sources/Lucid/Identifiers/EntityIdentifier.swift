@@ -41,7 +41,8 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
     /// A new, unique local identifier (a random UUID).
     public static func newLocal() -> Self { .local(UUID().uuidString.lowercased()) }
 
-    private init(localValue: String?, remoteValue: RemoteValue?) {
+    @usableFromInline
+    init(localValue: String?, remoteValue: RemoteValue?) {
         self.localValue = localValue
         self.remoteValue = remoteValue
     }
@@ -83,8 +84,17 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
 
     /// The key under which the disk store keeps the entity: `r` + remote bytes, or `l` + local UTF-8.
     public var storageKey: [UInt8] {
-        if let remoteValue { return [0x72] + remoteValue.orderedBytes }
-        return [0x6C] + Array((localValue ?? "").utf8)
+        var key: [UInt8] = []
+        if let remoteValue {
+            key.reserveCapacity(16)
+            key.append(0x72)
+            remoteValue.appendOrderedBytes(to: &key)
+        } else {
+            key.reserveCapacity(1 + (localValue?.utf8.count ?? 0))
+            key.append(0x6C)
+            key.append(contentsOf: (localValue ?? "").utf8)
+        }
+        return key
     }
 
     public var description: String {

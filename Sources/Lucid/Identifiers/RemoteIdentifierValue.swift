@@ -3,6 +3,8 @@
 public protocol RemoteIdentifierValue: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
     /// Bytes whose lexicographic order is the value order. - Complexity: O(size).
     var orderedBytes: [UInt8] { get }
+    /// Appends ``orderedBytes`` to `bytes` (override for speed: the disk store builds a key per read).
+    func appendOrderedBytes(to bytes: inout [UInt8])
     /// Whether this value's ``orderedBytes`` sort before `other`'s (override for speed; must agree).
     func orderedPrecedes(_ other: Self) -> Bool
     /// What identifiers hash and compare this value by: equal exactly when the ``orderedBytes`` are equal.
@@ -12,6 +14,7 @@ public protocol RemoteIdentifierValue: Hashable, Comparable, Codable, Sendable, 
 }
 
 extension RemoteIdentifierValue {
+    public func appendOrderedBytes(to bytes: inout [UInt8]) { bytes.append(contentsOf: orderedBytes) }
     public func orderedPrecedes(_ other: Self) -> Bool { orderedBytes.lexicographicallyPrecedes(other.orderedBytes) }
 }
 
@@ -20,6 +23,9 @@ extension Int: RemoteIdentifierValue {
     public var orderedBytes: [UInt8] {
         let biased = UInt64(bitPattern: Int64(self)) ^ (1 << 63)
         return (0..<8).map { UInt8(truncatingIfNeeded: biased >> (56 - 8 * UInt64($0))) }
+    }
+    public func appendOrderedBytes(to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: (UInt64(bitPattern: Int64(self)) ^ (1 << 63)).bigEndian) { bytes.append(contentsOf: $0) }
     }
     public func orderedPrecedes(_ other: Int) -> Bool { self < other }
     public var hashKey: Int { self }
@@ -30,6 +36,7 @@ extension Int64: RemoteIdentifierValue {
     public var hashKey: Int64 { self }
     /// Big-endian with the sign bit flipped, so byte order is numeric order.
     public var orderedBytes: [UInt8] { Int(self).orderedBytes }
+    public func appendOrderedBytes(to bytes: inout [UInt8]) { Int(self).appendOrderedBytes(to: &bytes) }
 }
 
 extension String: RemoteIdentifierValue {

@@ -41,7 +41,12 @@ public final class DiskStore<E: LocalEntity>: Store {
     /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
         let snapshot = try openSnapshot()
-        return try locate(identifier, in: snapshot)?.entity
+        // `locate` without its (key, entity) tuple, whose metadata a generic caller looks up on every call.
+        let key = identifier.storageKey
+        if let entity = try fetch(key, in: snapshot) { return entity }
+        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
+              found != key else { return nil }
+        return try fetch(found, in: snapshot)
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -108,7 +113,7 @@ public final class DiskStore<E: LocalEntity>: Store {
     }
 
     func decode(_ bytes: [UInt8], key: [UInt8]) throws(StoreError) -> E {
-        do { return try EntityCodec.decode(E.self, from: bytes) } catch {
+        do { return try E.decodeRecord(bytes) } catch {
             throw .undecodableEntity(keyspace: keyspace, key: key, detail: "\(error)")
         }
     }
@@ -180,7 +185,7 @@ public final class DiskStore<E: LocalEntity>: Store {
         for (key, write) in writes {
             if let entity = write {
                 let bytes: [UInt8]
-                do { bytes = try EntityCodec.encode(entity) } catch { throw .unencodableEntity("\(error)") }
+                do { bytes = try entity.encodeRecord() } catch { throw .unencodableEntity("\(error)") }
                 batch.put(bytes, forKey: key, in: keyspace, indexTerms: Self.terms(of: entity, indexNames: indexNames))
             } else {
                 batch.delete(key, in: keyspace)

@@ -83,9 +83,86 @@ public enum EntityCodecChecks {
         case wrapped(Shape)
     }
 
+    /// An entity written and read by hand (``EntityRecordCodable``), and ``HandTwin``, its synthesized `Codable`
+    /// twin (same keys, same order): both paths must agree on every input.
+    public struct HandRecord: EntityRecordCodable {
+        public typealias Identifier = EntityIdentifier<HandRecord, String>
+        public var identifier: Identifier
+        public var name: String
+        public var note: String?
+        public var count: Int
+        public var big: Int64
+        public var ratio: Double
+        public var flag: Bool?
+        public var when: Date
+        public var tags: [String]
+        public enum IndexName: String, EntityIndexName { case name }
+        public func entityIndexValue(for indexName: IndexName) -> EntityIndexValue { .string(name) }
+        public static func == (lhs: Self, rhs: Self) -> Bool { HandTwin(lhs) == HandTwin(rhs) }
+
+        public func encode(to record: inout EntityRecordWriter) throws {
+            try record.encode(identifier, forKey: "identifier")
+            record.encode(name, forKey: "name")
+            record.encodeIfPresent(note, forKey: "note")
+            record.encode(count, forKey: "count")
+            record.encode(big, forKey: "big")
+            record.encode(ratio, forKey: "ratio")
+            record.encodeIfPresent(flag, forKey: "flag")
+            record.encode(when, forKey: "when")
+            try record.encode(tags, forKey: "tags")
+        }
+    }
+
+    /// ``HandRecord``'s fields with a synthesized `Codable` conformance; compares doubles and dates by bits.
+    public struct HandTwin: Codable, Equatable, Sendable {
+        public var identifier: EntityIdentifier<HandRecord, String>
+        public var name: String
+        public var note: String?
+        public var count: Int
+        public var big: Int64
+        public var ratio: ExactDouble
+        public var flag: Bool?
+        public var when: ExactDouble
+        public var tags: [String]
+        init(_ r: HandRecord) {
+            identifier = r.identifier; name = r.name; note = r.note; count = r.count; big = r.big
+            ratio = ExactDouble(r.ratio); flag = r.flag; when = ExactDouble(r.when.timeIntervalSinceReferenceDate)
+            tags = r.tags
+        }
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.identifier.localValue == rhs.identifier.localValue && lhs.identifier.remoteValue == rhs.identifier.remoteValue
+                && lhs.name == rhs.name && lhs.note == rhs.note && lhs.count == rhs.count && lhs.big == rhs.big
+                && lhs.ratio == rhs.ratio && lhs.flag == rhs.flag && lhs.when == rhs.when && lhs.tags == rhs.tags
+        }
+    }
+
+    /// Decodes `bytes` by hand and through `Codable`: both fail with a `DecodingError`, or both give the same
+    /// value, which the hand-written encoder writes back as the bytes `Codable` writes.
+    static func handWritten(_ bytes: [UInt8]) throws {
+        let hand = Result { try HandRecord.decodeRecord(bytes) }
+        let twin = Result { try EntityCodec.decode(HandTwin.self, from: bytes) }
+        switch (hand, twin) {
+        case (.failure(let a), .failure(let b)):
+            guard a is DecodingError, b is DecodingError else {
+                throw EntityCodecCheckFailure("decoding threw \(a) / \(b), not DecodingErrors")
+            }
+        case (.success(let value), .success(let expected)):
+            guard HandTwin(value) == expected else {
+                throw EntityCodecCheckFailure("the paths decode different values: \(value) vs \(expected)")
+            }
+            guard try value.encodeRecord() == EntityCodec.encode(expected) else {
+                throw EntityCodecCheckFailure("the paths encode \(value) differently")
+            }
+        case (.success(let value), .failure(let error)):
+            throw EntityCodecCheckFailure("only the hand-written path decodes \(bytes): \(value); Codable: \(error)")
+        case (.failure(let error), .success(let value)):
+            throw EntityCodecCheckFailure("only the Codable path decodes \(bytes): \(value); by hand: \(error)")
+        }
+    }
+
     /// The types an input can be decoded as (the mode byte modulo their count).
     enum Kind: UInt8, CaseIterable {
-        case record, shapes, dictionary, values
+        case record, shapes, dictionary, values, handWritten
 
         func roundTrip(_ bytes: [UInt8]) throws {
             switch self {
@@ -93,6 +170,7 @@ public enum EntityCodecChecks {
             case .shapes: try EntityCodecChecks.roundTrip([Shape].self, bytes, stableBytes: true)
             case .dictionary: try EntityCodecChecks.roundTrip([String: [Int?]].self, bytes, stableBytes: false)
             case .values: try EntityCodecChecks.roundTrip([[ExactDouble?]].self, bytes, stableBytes: true)
+            case .handWritten: try EntityCodecChecks.handWritten(bytes)
             }
         }
     }
@@ -152,11 +230,28 @@ public enum EntityCodecChecks {
             ("shapes", [Kind.shapes.rawValue] + (try EntityCodec.encode([root.shape, .wrapped(.wrapped(.none))]))),
             ("dictionary", [Kind.dictionary.rawValue] + (try EntityCodec.encode(["k": [1, nil], "": []] as [String: [Int?]]))),
             ("values", [Kind.values.rawValue] + (try EntityCodec.encode([[ExactDouble(1), nil], [], [ExactDouble(.infinity)]]))),
+            ("hand-written", [Kind.handWritten.rawValue] + (try HandRecord(
+                identifier: .remote("r-1", local: "l-1"), name: "hand ✓", note: nil, count: -5, big: .min, ratio: .nan,
+                flag: true, when: Date(timeIntervalSinceReferenceDate: 12.5), tags: ["x", ""]).encodeRecord())),
         ]
     }
 }
 
 extension EntityCodecChecks.Record: EntityTypeIdentifying {}
+
+extension EntityCodecChecks.HandRecord {
+    public init(from record: inout EntityRecordReader) throws {
+        identifier = try record.decode(Identifier.self, forKey: "identifier")
+        name = try record.decode(String.self, forKey: "name")
+        note = try record.decodeIfPresent(String.self, forKey: "note")
+        count = try record.decode(Int.self, forKey: "count")
+        big = try record.decode(Int64.self, forKey: "big")
+        ratio = try record.decode(Double.self, forKey: "ratio")
+        flag = try record.decodeIfPresent(Bool.self, forKey: "flag")
+        when = try record.decode(Date.self, forKey: "when")
+        tags = try record.decode([String].self, forKey: "tags")
+    }
+}
 
 // MARK: - Replay test (root test target only)
 

@@ -1,0 +1,265 @@
+import Foundation
+
+/// Reads an entity record by hand, for ``EntityRecordCodable/init(from:)``: any record ``EntityCodec`` or
+/// ``EntityRecordWriter`` wrote, with the same results and errors as the `Codable` path.
+///
+/// Opening the reader checks the whole record (every length against the bytes left, nesting bounded, nothing
+/// after the value), so the reads that follow never run past the record. Each read finds its key's entry:
+/// reading keys in the order they were written costs O(1) per key, any other order a scan of the record's
+/// entries. A key stored twice reads from its first entry, as ``EntityCodec`` does.
+///
+/// - Throws: `DecodingError` (`keyNotFound` for a missing key, `typeMismatch` for a value of another kind or out
+///   of the type's range, `dataCorrupted` for malformed bytes).
+public struct EntityRecordReader {
+    private let reader: BinaryReader
+    /// An entry: where its key's bytes are and where its value starts.
+    private struct Entry {
+        var key: Range<Int>
+        var value: Int
+    }
+    /// The record's entries, in record order.
+    private let entries: [Entry]
+    /// Whether some key is stored twice: every lookup then scans from the first entry.
+    private let hasDuplicateKeys: Bool
+    /// The entry the next read looks at first: the one after the last entry read.
+    private var next = 0
+
+    init(_ bytes: [UInt8]) throws {
+        guard let version = bytes.first else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "empty entity record"))
+        }
+        guard version == EntityCodec.formatVersion else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription:
+                "entity record format version \(version), expected \(EntityCodec.formatVersion)"))
+        }
+        let reader = BinaryReader(bytes: bytes)
+        guard try reader.tag(at: 1, []) == .keyed else {
+            throw reader.mismatch([String: Int].self, at: 1, [])
+        }
+        var list: [Entry] = []
+        list.reserveCapacity(16)
+        var p = 2
+        while true {
+            let keyLength = try reader.varint(at: &p, [])
+            if keyLength == 0 { break }
+            guard keyLength - 1 <= UInt64(bytes.count - p) else {
+                throw reader.corrupt("key past the end of the record", at: p, [])
+            }
+            let key = p..<(p + Int(keyLength - 1))
+            p = key.upperBound
+            list.append(Entry(key: key, value: p))
+            p = try reader.skip(at: p, depth: 1, [])
+        }
+        guard p == bytes.count else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
+        }
+        self.reader = reader
+        entries = list
+        hasDuplicateKeys = Self.hasDuplicates(list, in: bytes)
+    }
+
+    /// Whether two entries have the same key: O(n²) length comparisons, bytes compared only for equal lengths
+    /// (an entity's keys mostly differ in length).
+    private static func hasDuplicates(_ entries: [Entry], in bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { bytes in
+            for i in entries.indices {
+                let a = entries[i].key
+                for j in entries.indices where j > i && entries[j].key.count == a.count {
+                    let b = entries[j].key
+                    if memcmp(bytes.baseAddress! + a.lowerBound, bytes.baseAddress! + b.lowerBound, a.count) == 0 {
+                        return true
+                    }
+                }
+            }
+            return false
+        }
+    }
+
+    private func matches(_ entry: Int, _ key: StaticString) -> Bool {
+        let range = entries[entry].key
+        return key.withUTF8Buffer { name in
+            guard name.count == range.count else { return false }
+            return reader.bytes.withUnsafeBufferPointer { bytes in
+                var i = range.lowerBound
+                for byte in name {
+                    if bytes[i] != byte { return false }
+                    i += 1
+                }
+                return true
+            }
+        }
+    }
+
+    /// The value position of `key`'s first entry, or nil.
+    private mutating func find(_ key: StaticString) -> Int? {
+        if !hasDuplicateKeys, next < entries.count, matches(next, key) {
+            next += 1
+            return entries[next - 1].value
+        }
+        for i in entries.indices where matches(i, key) {
+            next = i + 1
+            return entries[i].value
+        }
+        return nil
+    }
+
+    private mutating func position(_ key: StaticString) throws -> Int {
+        guard let p = find(key) else {
+            throw DecodingError.keyNotFound(RecordKey(key), .init(codingPath: [], debugDescription: "no value for \(key)"))
+        }
+        return p
+    }
+
+    /// The value position of `key`, or nil when it is absent or null (`decodeIfPresent`).
+    private mutating func presentPosition(_ key: StaticString) throws -> Int? {
+        guard let p = find(key), try !reader.isNil(at: p, [RecordKey(key)]) else { return nil }
+        return p
+    }
+
+    // MARK: Reads
+
+    /// The `String` under `key`.
+    public mutating func decode(_ type: String.Type, forKey key: StaticString) throws -> String {
+        try reader.decodeString(at: position(key), [RecordKey(key)])
+    }
+    /// The `Int` under `key`.
+    public mutating func decode(_ type: Int.Type, forKey key: StaticString) throws -> Int {
+        try reader.decodeInteger(Int.self, at: position(key), [RecordKey(key)])
+    }
+    /// The `Int64` under `key`.
+    public mutating func decode(_ type: Int64.Type, forKey key: StaticString) throws -> Int64 {
+        try reader.decodeInt64(at: position(key), [RecordKey(key)])
+    }
+    /// The `Int32` under `key`.
+    public mutating func decode(_ type: Int32.Type, forKey key: StaticString) throws -> Int32 {
+        try reader.decodeInteger(Int32.self, at: position(key), [RecordKey(key)])
+    }
+    /// The `UInt` under `key`.
+    public mutating func decode(_ type: UInt.Type, forKey key: StaticString) throws -> UInt {
+        try reader.decodeInteger(UInt.self, at: position(key), [RecordKey(key)])
+    }
+    /// The `UInt64` under `key`.
+    public mutating func decode(_ type: UInt64.Type, forKey key: StaticString) throws -> UInt64 {
+        try reader.decodeUInt64(at: position(key), [RecordKey(key)])
+    }
+    /// The `Double` under `key`.
+    public mutating func decode(_ type: Double.Type, forKey key: StaticString) throws -> Double {
+        try reader.decodeDouble(at: position(key), [RecordKey(key)])
+    }
+    /// The `Bool` under `key`.
+    public mutating func decode(_ type: Bool.Type, forKey key: StaticString) throws -> Bool {
+        try reader.decodeBool(at: position(key), [RecordKey(key)])
+    }
+    /// The `Date` under `key` (as `Date`'s `Codable` form stores it).
+    public mutating func decode(_ type: Date.Type, forKey key: StaticString) throws -> Date {
+        Date(timeIntervalSinceReferenceDate: try reader.decodeDouble(at: position(key), [RecordKey(key)]))
+    }
+
+    /// The identifier under `key` (its `Codable` form, `{local?, remote?}`). Inlinable, so that it is
+    /// specialized for the entity's identifier type (no generic metadata lookups per record).
+    @inlinable
+    public mutating func decode<Owner, RemoteValue>(_ type: EntityIdentifier<Owner, RemoteValue>.Type,
+                                                    forKey key: StaticString) throws -> EntityIdentifier<Owner, RemoteValue> {
+        let parts = try identifierParts(forKey: key)
+        var remote: RemoteValue?
+        if let p = parts.remote {
+            if RemoteValue.self == Int.self { remote = unsafeBitCast(try remoteInt(at: p, key), to: RemoteValue.self) }
+            else if RemoteValue.self == String.self { remote = unsafeBitCast(try remoteString(at: p, key), to: RemoteValue.self) }
+            else if RemoteValue.self == Int64.self { remote = unsafeBitCast(try remoteInt64(at: p, key), to: RemoteValue.self) }
+            else { remote = try remoteValue(RemoteValue.self, at: p, key) }
+        }
+        if parts.local == nil && remote == nil { throw Self.identifierWithoutValue(key) }
+        return EntityIdentifier(localValue: parts.local, remoteValue: remote)
+    }
+
+    /// Any `Decodable` value under `key`, through its `init(from:)` (arrays, nested structs, enums).
+    public mutating func decode<T: Decodable>(_ type: T.Type, forKey key: StaticString) throws -> T {
+        try reader.decodeValue(type, at: position(key), [RecordKey(key)])
+    }
+
+    /// The `String` under `key`, or nil when absent or null.
+    public mutating func decodeIfPresent(_ type: String.Type, forKey key: StaticString) throws -> String? {
+        try presentPosition(key).map { try reader.decodeString(at: $0, [RecordKey(key)]) }
+    }
+    /// The `Int` under `key`, or nil when absent or null.
+    public mutating func decodeIfPresent(_ type: Int.Type, forKey key: StaticString) throws -> Int? {
+        try presentPosition(key).map { try reader.decodeInteger(Int.self, at: $0, [RecordKey(key)]) }
+    }
+    /// The `Double` under `key`, or nil when absent or null.
+    public mutating func decodeIfPresent(_ type: Double.Type, forKey key: StaticString) throws -> Double? {
+        try presentPosition(key).map { try reader.decodeDouble(at: $0, [RecordKey(key)]) }
+    }
+    /// The `Bool` under `key`, or nil when absent or null.
+    public mutating func decodeIfPresent(_ type: Bool.Type, forKey key: StaticString) throws -> Bool? {
+        try presentPosition(key).map { try reader.decodeBool(at: $0, [RecordKey(key)]) }
+    }
+    /// The `Date` under `key`, or nil when absent or null.
+    public mutating func decodeIfPresent(_ type: Date.Type, forKey key: StaticString) throws -> Date? {
+        try presentPosition(key).map {
+            Date(timeIntervalSinceReferenceDate: try reader.decodeDouble(at: $0, [RecordKey(key)]))
+        }
+    }
+    /// Any `Decodable` value under `key`, or nil when absent or null.
+    public mutating func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: StaticString) throws -> T? {
+        try presentPosition(key).map { try reader.decodeValue(type, at: $0, [RecordKey(key)]) }
+    }
+
+    // MARK: Identifier parts (non-generic, for the inlinable identifier read)
+
+    /// The local value and the position of the non-null remote value of the identifier under `key`.
+    @usableFromInline
+    mutating func identifierParts(forKey key: StaticString) throws -> (local: String?, remote: Int?) {
+        try reader.identifierParts(at: position(key), depth: 1, [RecordKey(key)])
+    }
+    @usableFromInline
+    func remoteInt(at position: Int, _ key: StaticString) throws -> Int {
+        try reader.decodeInteger(Int.self, at: position, [RecordKey(key), RecordKey("remote")])
+    }
+    @usableFromInline
+    func remoteInt64(at position: Int, _ key: StaticString) throws -> Int64 {
+        try reader.decodeInt64(at: position, [RecordKey(key), RecordKey("remote")])
+    }
+    @usableFromInline
+    func remoteString(at position: Int, _ key: StaticString) throws -> String {
+        try reader.decodeString(at: position, [RecordKey(key), RecordKey("remote")])
+    }
+    @usableFromInline
+    func remoteValue<T: Decodable>(_ type: T.Type, at position: Int, _ key: StaticString) throws -> T {
+        try reader.decodeValue(type, at: position, [RecordKey(key), RecordKey("remote")])
+    }
+    @usableFromInline
+    static func identifierWithoutValue(_ key: StaticString) -> DecodingError {
+        .dataCorrupted(.init(codingPath: [RecordKey(key)], debugDescription: "an identifier needs a local or remote value"))
+    }
+}
+
+extension BinaryReader {
+    /// The parts of the identifier whose keyed container starts at `position`, as `EntityIdentifier.init(from:)`
+    /// reads them: the first `local` entry's string and the position of the first `remote` entry's value, null
+    /// as absent, other keys ignored. `depth` is the container's depth in the record.
+    func identifierParts(at position: Int, depth: Int,
+                         _ codingPath: @autoclosure () -> [any CodingKey]) throws -> (local: String?, remote: Int?) {
+        guard try tag(at: position, codingPath()) == .keyed else {
+            throw mismatch([String: Int].self, at: position, codingPath())
+        }
+        var local: Int?
+        var remote: Int?
+        var p = position + 1
+        while true {
+            let keyLength = try varint(at: &p, codingPath())
+            if keyLength == 0 { break }
+            guard keyLength - 1 <= UInt64(bytes.count - p) else {
+                throw corrupt("key past the end of the record", at: p, codingPath())
+            }
+            let key = bytes[p..<(p + Int(keyLength - 1))]
+            p = key.endIndex
+            if local == nil, key.elementsEqual("local".utf8) { local = p }
+            else if remote == nil, key.elementsEqual("remote".utf8) { remote = p }
+            p = try skip(at: p, depth: depth + 1, codingPath())
+        }
+        var localValue: String?
+        if let local, try !isNil(at: local, codingPath()) { localValue = try decodeString(at: local, codingPath()) }
+        if let r = remote, try isNil(at: r, codingPath()) { remote = nil }
+        return (localValue, remote)
+    }
+}
