@@ -2,8 +2,9 @@ import Foundation
 import Lucid
 import LucidEngine
 
-/// The GRDB engine's book row as a Lucid entity, the way an app would write one: a plain Codable struct (stored
-/// with ``EntityCodec``), indexed on genre and rating.
+/// The GRDB engine's book row as a Lucid entity, the way an app would write one: a plain Codable struct indexed
+/// on genre and rating, with its disk record written by hand (`EntityRecordCodable`), as GRDB's `Book` row is
+/// (`encode(to:)` / `init(row:)`).
 ///
 /// The remote identifier stands for GRDB's 16-byte blob key: its first 8 bytes as a big-endian Int (the record
 /// number for sequential keys, a hash for random ones; unique either way), so both engines insert and look up
@@ -57,6 +58,36 @@ struct BookEntity: LocalEntity {
     var byteCount: Int { 16 + title.utf8.count + author.utf8.count + genre.utf8.count + lang.utf8.count + 48 }
 }
 
+extension BookEntity: EntityRecordCodable {
+    func encode(to record: inout EntityRecordWriter) throws {
+        try record.encode(identifier, forKey: "identifier")
+        record.encode(number, forKey: "number")
+        record.encode(title, forKey: "title")
+        record.encode(author, forKey: "author")
+        record.encode(year, forKey: "year")
+        record.encode(pages, forKey: "pages")
+        record.encode(rating, forKey: "rating")
+        record.encode(published, forKey: "published")
+        record.encode(genre, forKey: "genre")
+        record.encode(lang, forKey: "lang")
+        record.encode(stock, forKey: "stock")
+    }
+
+    init(from record: inout EntityRecordReader) throws {
+        identifier = try record.decode(Identifier.self, forKey: "identifier")
+        number = try record.decode(Int.self, forKey: "number")
+        title = try record.decode(String.self, forKey: "title")
+        author = try record.decode(String.self, forKey: "author")
+        year = try record.decode(Int.self, forKey: "year")
+        pages = try record.decode(Int.self, forKey: "pages")
+        rating = try record.decode(Int.self, forKey: "rating")
+        published = try record.decode(Date.self, forKey: "published")
+        genre = try record.decode(String.self, forKey: "genre")
+        lang = try record.decode(String.self, forKey: "lang")
+        stock = try record.decode(Int.self, forKey: "stock")
+    }
+}
+
 /// Lucid's data layer: a `CoreManager` over a `DiskStore` (or, with `cached`, a `CacheStore` of an
 /// `InMemoryStore` over it) on a LucidEngine opened with lucid-engine's settings.
 ///
@@ -67,7 +98,8 @@ final class CoreManagerStore: BenchStore, Committer {
     static func settings(cached: Bool) -> String {
         "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
             + " on LucidEngine (syncMode .none during the load then one sync(), \(engineCacheBytes >> 20) MiB page "
-            + "cache); BookEntity (Codable, remote Int id + 10 fields, indexes genre and rating) written with "
+            + "cache); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
+            + "indexes genre and rating) written with "
             + "set([1000 entities]), read with get(byID:), queries through search(withQuery:)"
     }
     static func durableSettings(cached: Bool) -> String {
