@@ -20,7 +20,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// The backend, if the manager has one.
     let remote: (any RemoteStoring<E>)?
     let writeLock = AsyncMutex()
-    private let clock = Mutex(WriteClock<E.Identifier>())
+    private let clock = Mutex(WriteClock())
     let observers = QueryObservers<E>()
 
     /// A manager over `stores` (read in level order). - Precondition: at least one store.
