@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Regression micro-benchmarks of LucidEngine hot paths through its public API, with ordo-one's benchmark package
+// Regression micro-benchmarks of LucidEngine hot paths, with ordo-one's benchmark package
 // (formerly package-benchmark; the same 1.38.1 is mirrored under both names, and the plugin asks for the new one).
 //
 //   swift package --package-path Benchmarks/Micro benchmark                      # run and print
@@ -18,9 +18,16 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // The metrics and threshold tolerances the benchmark targets share.
+        .target(
+            name: "MicroSupport",
+            dependencies: [.product(name: "Benchmark", package: "benchmark")],
+            path: "Sources/MicroSupport"
+        ),
         .executableTarget(
             name: "LucidEngineMicro",
             dependencies: [
+                "MicroSupport",
                 .product(name: "LucidEngine", package: "Lucid"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
