@@ -1,8 +1,8 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Regression micro-benchmarks of LucidEngine hot paths, with ordo-one's benchmark package
-// (formerly package-benchmark; the same 1.38.1 is mirrored under both names, and the plugin asks for the new one).
+// Regression micro-benchmarks of hot paths of LucidEngine (LucidEngineMicro) and of Lucid's data layer
+// (LucidDataMicro), with ordo-one's benchmark package (formerly package-benchmark; the same 1.38.1 is mirrored under both names, and the plugin asks for the new one).
 //
 //   swift package --package-path Benchmarks/Micro benchmark                      # run and print
 //   swift package --package-path Benchmarks/Micro benchmark baseline update main # store a baseline
@@ -32,6 +32,17 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/LucidEngineMicro",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "LucidDataMicro",
+            dependencies: [
+                "MicroSupport",
+                .product(name: "Lucid", package: "Lucid"),
+                .product(name: "LucidEngine", package: "Lucid"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/LucidDataMicro",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]
