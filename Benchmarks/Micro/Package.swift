@@ -2,11 +2,18 @@
 import PackageDescription
 
 // Regression micro-benchmarks of hot paths of LucidEngine (LucidEngineMicro) and of Lucid's data layer
-// (LucidDataMicro), with ordo-one's benchmark package (formerly package-benchmark; the same 1.38.1 is mirrored under both names, and the plugin asks for the new one).
+// (LucidDataMicro), with ordo-one's benchmark package (formerly package-benchmark; the same 1.38.1 is mirrored
+// under both names, and the plugin asks for the new one).
 //
 //   swift package --package-path Benchmarks/Micro benchmark                      # run and print
 //   swift package --package-path Benchmarks/Micro benchmark baseline update main # store a baseline
 //   swift package --package-path Benchmarks/Micro benchmark baseline check main  # compare to it
+//
+// Malloc counts are checked against the committed Thresholds/ (run from the repository root; see
+// Benchmarks/README.md for updating them):
+//
+//   swift package --package-path Benchmarks/Micro benchmark thresholds check \
+//       --metric mallocCountTotal --path Benchmarks/Micro/Thresholds
 //
 // Only the "MallocInterposer" trait is enabled: package-benchmark's default "RuntimeInterposer" trait pulls in a
 // package (swift-runtime-interposer) that is not available on this project's machines.
