@@ -61,7 +61,9 @@ struct Book: LocalEntity {
 private func indexTerms(of book: Book, names: [Book.IndexName]) -> [IndexTerm] {
     var terms: [IndexTerm] = []
     terms.reserveCapacity(names.count)
-    for name in names { terms.append(IndexTerm(index: name.rawValue, value: book.entityIndexValue(for: name).indexValue)) }
+    for name in names {
+        terms.append(IndexTerm(index: name.rawValue, value: book.entityIndexValue(for: name).indexValue))
+    }
     return terms
 }
 

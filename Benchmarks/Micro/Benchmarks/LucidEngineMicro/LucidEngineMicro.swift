@@ -62,12 +62,15 @@ private final class Store: @unchecked Sendable {
 private final class Holder: @unchecked Sendable {
     var store: Store?
     var engine: Engine { store!.engine }
-    /// The next new key to insert (the closure runs once per iteration; inserts continue where the last stopped).
+    /// Where the next iteration continues (the closure runs once per iteration): the next new key to insert, and
+    /// the scan's next start key.
     var next = records
+    var scanStart = 0
 
     func open() throws {
         store = try Store(preloaded: records)
         next = records
+        scanStart = 0
     }
 
     func dispose() {
@@ -136,13 +139,15 @@ let benchmarks: @Sendable () -> Void = {
         holder.dispose()
     }
 
+    // A scan of 1000 records from a start key that moves by 7919 records per iteration.
     Benchmark("scan-1000", configuration: micro(mallocSlack: 100)) { benchmark in
-        var start = 0
+        var start = holder.scanStart
         for _ in benchmark.scaledIterations {
             let page = try holder.engine.scan(in: keyspace, range: KeyRange(lower: .included(key(start))), limit: 1000)
             blackHole(page)
             start = (start + 7919) % (records - 1000)
         }
+        holder.scanStart = start
     } setup: {
         try holder.open()
     } teardown: {
@@ -158,7 +163,8 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("page-encode-lz4") { benchmark in
         for _ in benchmark.scaledIterations {
-            blackHole(FuzzingSupport.encodePages(pageContents, salt: pageSalt, firstLSN: 1, syncedLSN: 0, pageSize: pageSize))
+            blackHole(FuzzingSupport.encodePages(pageContents, salt: pageSalt, firstLSN: 1, syncedLSN: 0,
+                                                 pageSize: pageSize))
         }
     }
 
