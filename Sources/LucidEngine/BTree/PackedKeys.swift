@@ -40,14 +40,15 @@ struct PackedKeys: Sendable {
     /// heads; O(n) when the keys were appended in order.
     func sortedOrder(droppingDuplicates: Bool = false) -> [Int] {
         withView { view in
-            var order = Array(0 ..< count)
-            if view.isSorted { return order }
-            let heads = (0 ..< count).map { BTreeLayout.head(of: view[$0]) }
-            order.sort { a, b in
-                if heads[a] != heads[b] { return heads[a] < heads[b] }
-                let c = BTreeLayout.compare(view[a], view[b])
-                return c != 0 ? c < 0 : a < b
+            if view.isSorted { return Array(0 ..< count) }
+            // Sorting (head, index) pairs keeps most comparisons on two integers held in the elements.
+            var pairs = (0 ..< count).map { (head: BTreeLayout.head(of: view[$0]), index: $0) }
+            pairs.sort { a, b in
+                if a.head != b.head { return a.head < b.head }
+                let c = BTreeLayout.compare(view[a.index], view[b.index])
+                return c != 0 ? c < 0 : a.index < b.index
             }
+            let order = pairs.map(\.index)
             guard droppingDuplicates else { return order }
             var distinct: [Int] = []
             distinct.reserveCapacity(order.count)

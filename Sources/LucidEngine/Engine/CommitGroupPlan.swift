@@ -29,11 +29,14 @@ struct CommitGroupPlan {
     /// `readTerms` reads the terms of a published record.
     init(_ batches: [PendingCommit], current: [String: KeyspaceState],
          readTerms: (RecordLocation) throws -> [IndexTerm]) rethrows {
-        var operations: [WriteBatch.Operation] = []
-        var batchOf: [Int] = []
-        for (b, pending) in batches.enumerated() {
-            operations.append(contentsOf: pending.batch.operations)
-            batchOf.append(contentsOf: repeatElement(b, count: pending.batch.count))
+        // A lone batch (the common case under a single committer) shares its operations array, copying nothing.
+        var operations: [WriteBatch.Operation] = batches.count == 1 ? batches[0].batch.operations : []
+        var batchOf: [Int] = batches.count == 1 ? Array(repeating: 0, count: operations.count) : []
+        if batches.count > 1 {
+            for (b, pending) in batches.enumerated() {
+                operations.append(contentsOf: pending.batch.operations)
+                batchOf.append(contentsOf: repeatElement(b, count: pending.batch.count))
+            }
         }
         self.operations = operations
         self.batchOf = batchOf
