@@ -79,7 +79,8 @@ extension EngineCore {
         }
         let segment = writer.active
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
-                                  firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN)
+                                  firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN,
+                                  expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes })
         var sequence = writer.lastSequence
         for pending in batches {
             sequence += 1
