@@ -67,6 +67,8 @@ struct CommitGroupPlan {
                 continue
             }
             let run = keyspaces[k]
+            // Keys past the published tree's last key are new: no lookup (appends, as in a sequential load).
+            let lastKey = published?.primary.last?.key
             try run.keys.withView { keys in
                 for j in 0 ..< keys.count {
                     let op = run.operations[j]
@@ -74,7 +76,8 @@ struct CommitGroupPlan {
                         repeatsKeys = true
                         let earlier = operations[run.operations[j - 1]]
                         replaced[op] = earlier.kind == .put ? earlier.terms : []
-                    } else if let location = published?.primary.value(forKey: keys[j]), location.hasTerms {
+                    } else if let lastKey, lastKey.withUnsafeBytes({ BTreeLayout.compare(keys[j], $0) <= 0 }),
+                              let location = published?.primary.value(forKey: keys[j]), location.hasTerms {
                         replaced[op] = try readTerms(location)
                     }
                 }
