@@ -72,11 +72,7 @@ extension EngineCore {
         // nothing written or published), never one that was already acknowledged.
         if writer.activeEnd >= options.segmentSize { try roll() }
         // Read what the group replaces first: a failure here fails the commit before anything is written.
-        let published = state.read { (keyspaces: $0.keyspaces, segments: $0.segments) }
-        let plan = try CommitGroupPlan(batches, current: published.keyspaces) { location in
-            try PageFetch.terms(at: location, file: published.segments[UInt64(location.segment)], cache: cache,
-                                storePath: path)
-        }
+        let plan = try planGroup(batches)
         let segment = writer.active
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
                                   firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN,
@@ -122,6 +118,16 @@ extension EngineCore {
         }
         if let live = autoCompaction.liveRawBytes { autoCompaction.liveRawBytes = live + liveDelta }
         return sequences
+    }
+
+    /// Plans a group against the published state. The copy of that state is released on return, before the
+    /// group is published: a tree still referenced from here would make the publish copy every node it touches.
+    private func planGroup(_ batches: [PendingCommit]) throws -> CommitGroupPlan {
+        let published = state.read { (keyspaces: $0.keyspaces, segments: $0.segments) }
+        return try CommitGroupPlan(batches, current: published.keyspaces) { location in
+            try PageFetch.terms(at: location, file: published.segments[UInt64(location.segment)], cache: cache,
+                                storePath: path)
+        }
     }
 
     /// After a failed write or sync in ``EngineOptions/SyncMode/always`` mode nothing after the last successful
