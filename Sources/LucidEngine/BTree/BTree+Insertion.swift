@@ -74,6 +74,8 @@ extension BTree.Node {
             if leftLoad * 2 >= load { break }
         }
         let right = BTree.Node(isLeaf: true)
+        // Room to grow back to this node's size: the inserts that follow a split then reallocate nothing.
+        right.reserveCapacity(keys: total, keyBytes: keyBytes.count)
         right.appendKeys(of: self, in: mid ..< total)
         right.values.append(contentsOf: values[mid...])
         right.load = load - leftLoad
@@ -92,6 +94,7 @@ extension BTree.Node {
         let total = children.count
         let mid = total / 2  // children kept on the left
         let right = BTree.Node(isLeaf: false)
+        right.reserveCapacity(keys: total, keyBytes: keyBytes.count)
         right.appendKeys(of: self, in: mid ..< keyCount)
         right.children.append(contentsOf: children[mid...])
         let separator = key(at: mid - 1)

@@ -307,6 +307,15 @@ extension BTree.Node {
         key.withUnsafeBytes { insertKey($0, at: i) }
     }
 
+    /// Reserves room for `keys` keys of `keyBytes` bytes in total (and their values or children). O(1) on an
+    /// empty node.
+    func reserveCapacity(keys: Int, keyBytes byteCount: Int) {
+        keyBytes.reserveCapacity(byteCount)
+        keyEnds.reserveCapacity(keys)
+        keyHeads.reserveCapacity(keys)
+        if isLeaf { values.reserveCapacity(keys) } else { children.reserveCapacity(keys + 1) }
+    }
+
     /// Appends keys `range` of `other` after the last key, then rebuilds the heads.
     /// O(node size + copied bytes).
     func appendKeys(of other: BTree.Node, in range: Range<Int>) {

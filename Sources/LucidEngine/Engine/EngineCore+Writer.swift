@@ -72,10 +72,11 @@ extension EngineCore {
         // nothing written or published), never one that was already acknowledged.
         if writer.activeEnd >= options.segmentSize { try roll() }
         // Read what the group replaces first: a failure here fails the commit before anything is written.
-        let oldTerms = try termsReplacedByGroup(batches)
+        let plan = try planGroup(batches)
         let segment = writer.active
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
-                                  firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN)
+                                  firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN,
+                                  expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes })
         var sequence = writer.lastSequence
         for pending in batches {
             sequence += 1
@@ -102,89 +103,31 @@ extension EngineCore {
         let newEnd = writer.activeEnd
         autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
         autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
-        var liveDelta: Int64 = 0
-        state.write { s in
-            var index = 0
-            var seq = s.lastSequence
-            for pending in batches {
-                seq += 1
-                for op in pending.batch.operations {
-                    let placement = placements[index]
-                    let replaced = oldTerms[index]
-                    index += 1
-                    op.key.withUnsafeBytes { key in
-                        switch op.kind {
-                        case .put:
-                            let location = RecordLocation(
-                                segment: segmentId,
-                                pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
-                                valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(op.value.count),
-                                hasTerms: !op.terms.isEmpty, sequence: seq)
-                            let old = s.keyspaces[op.keyspace, default: KeyspaceState()].primary
-                                .updateValue(location, forKey: key)
-                            liveDelta += AutoCompactionState.recordBytes(keyLength: key.count,
-                                                                         valueLength: UInt32(op.value.count))
-                            if let old {
-                                liveDelta -= AutoCompactionState.recordBytes(keyLength: key.count,
-                                                                             valueLength: old.valueLength)
-                            }
-                        case .delete:
-                            if let old = s.keyspaces[op.keyspace]?.primary.removeValue(forKey: key) {
-                                liveDelta -= AutoCompactionState.recordBytes(keyLength: key.count,
-                                                                             valueLength: old.valueLength)
-                            }
-                        }
-                        if !replaced.isEmpty { s.keyspaces[op.keyspace]?.removeTerms(replaced, forKey: key) }
-                        if !op.terms.isEmpty { s.keyspaces[op.keyspace]?.insertTerms(op.terms, forKey: key) }
-                    }
-                }
+        let liveDelta = state.write { s in
+            let firstSequence = s.lastSequence + 1
+            let delta = s.publish(plan) { i in
+                let op = plan.operations[i], placement = placements[i]
+                return RecordLocation(
+                    segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
+                    valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(op.value.count),
+                    hasTerms: !op.terms.isEmpty, sequence: firstSequence + UInt64(plan.batchOf[i]))
             }
             s.lastSequence = sequence
             s.activeEnd = newEnd
+            return delta
         }
         if let live = autoCompaction.liveRawBytes { autoCompaction.liveRawBytes = live + liveDelta }
         return sequences
     }
 
-    /// For each operation of the group, in order, the index terms of the record it replaces or deletes (read from
-    /// the log outside the exclusive lock, so readers are not blocked by that I/O). Operations in keyspaces with
-    /// no index entries, and whose group writes no terms there, skip the lookup.
-    private func termsReplacedByGroup(_ batches: [PendingCommit]) throws -> [[IndexTerm]] {
-        var indexedKeyspaces = Set<String>()
-        for pending in batches {
-            for op in pending.batch.operations where !op.terms.isEmpty { indexedKeyspaces.insert(op.keyspace) }
+    /// Plans a group against the published state. The copy of that state is released on return, before the
+    /// group is published: a tree still referenced from here would make the publish copy every node it touches.
+    private func planGroup(_ batches: [PendingCommit]) throws -> CommitGroupPlan {
+        let published = state.read { (keyspaces: $0.keyspaces, segments: $0.segments) }
+        return try CommitGroupPlan(batches, current: published.keyspaces) { location in
+            try PageFetch.terms(at: location, file: published.segments[UInt64(location.segment)], cache: cache,
+                                storePath: path)
         }
-        let current = state.read { s in
-            s.keyspaces.filter { $0.value.hasIndexEntries || indexedKeyspaces.contains($0.key) }
-        }
-        var result: [[IndexTerm]] = []
-        result.reserveCapacity(batches.reduce(0) { $0 + $1.batch.count })
-        guard !current.isEmpty || !indexedKeyspaces.isEmpty else {
-            for pending in batches { result.append(contentsOf: repeatElement([], count: pending.batch.count)) }
-            return result
-        }
-        let segments = state.read { $0.segments }
-        struct GroupKey: Hashable { var keyspace: String; var key: [UInt8] }
-        var writtenInGroup: [GroupKey: [IndexTerm]] = [:]
-        for pending in batches {
-            for op in pending.batch.operations {
-                guard current[op.keyspace] != nil || indexedKeyspaces.contains(op.keyspace) else {
-                    result.append([])
-                    continue
-                }
-                let groupKey = GroupKey(keyspace: op.keyspace, key: op.key)
-                if let earlier = writtenInGroup[groupKey] {
-                    result.append(earlier)
-                } else if let location = current[op.keyspace]?.primary.value(forKey: op.key), location.hasTerms {
-                    result.append(try PageFetch.terms(at: location, file: segments[UInt64(location.segment)],
-                                                      cache: cache, storePath: path))
-                } else {
-                    result.append([])
-                }
-                writtenInGroup[groupKey] = op.kind == .put ? op.terms : []
-            }
-        }
-        return result
     }
 
     /// After a failed write or sync in ``EngineOptions/SyncMode/always`` mode nothing after the last successful

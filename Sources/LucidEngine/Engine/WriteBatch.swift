@@ -101,7 +101,7 @@ public struct WriteBatch: Sendable {
                     throw LucidError.invalidArgument("operation \(i): index term exceeds \(Format.maxIndexTermLength) bytes")
                 }
                 // Index entries are `term ‖ primary key`; only a self-delimiting (IndexValue) term keeps them ordered.
-                guard term.value != nil else {
+                guard IndexValue.isValidEncoding(term.term) else {
                     throw LucidError.invalidArgument("operation \(i): index term is not an IndexValue encoding")
                 }
             }

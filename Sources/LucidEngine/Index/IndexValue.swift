@@ -26,6 +26,11 @@ public enum IndexValue: Sendable, Hashable, Comparable {
     /// The byte-comparable encoding. - Complexity: O(length).
     public var encoded: [UInt8] {
         var out: [UInt8] = []
+        switch self {
+        case .string(let s): out.reserveCapacity(s.utf8.count + 3)
+        case .identifier(let bytes): out.reserveCapacity(bytes.count + 3)
+        default: out.reserveCapacity(9)
+        }
         encode(into: &out)
         return out
     }
@@ -85,6 +90,32 @@ public enum IndexValue: Sendable, Hashable, Comparable {
             if tag == .identifier { return (.identifier(raw), used + 1) }
             guard let s = String(validating: raw, as: UTF8.self) else { return nil }
             return (.string(s), used + 1)
+        }
+    }
+
+    /// Whether `bytes` is exactly one valid encoding (what ``decode(_:)`` accepts, using all the bytes), checked
+    /// without building the value: no allocation unless a string term holds an escaped zero byte.
+    /// - Complexity: O(length).
+    static func isValidEncoding(_ bytes: [UInt8]) -> Bool {
+        guard let first = bytes.first, let tag = Tag(rawValue: first) else { return false }
+        switch tag {
+        case .string, .identifier:
+            // The body ends at the first 0x00 0x01; before it every 0x00 must be followed by 0xFF.
+            var i = 1
+            var escapes = false
+            while i < bytes.count {
+                if bytes[i] != 0 { i += 1; continue }
+                guard i + 1 < bytes.count else { return false }
+                if bytes[i + 1] == 0xFF { escapes = true; i += 2; continue }
+                guard bytes[i + 1] == 0x01, i + 2 == bytes.count else { return false }
+                if tag == .identifier { return true }
+                if escapes { return decode(bytes[...]) != nil }
+                return bytes.withUnsafeBytes { RecordCodec.isValidUTF8(UnsafeRawBufferPointer(rebasing: $0[1 ..< i])) }
+            }
+            return false
+        default:
+            guard let (_, length) = decode(bytes[...]) else { return false }
+            return length == bytes.count
         }
     }
 

@@ -38,13 +38,19 @@ struct PageBuilder {
     private(set) var placements: [Placement] = []
     private var compressed: [UInt8] = []
 
-    init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64, mode: Mode = .commitGroup) {
+    /// A builder for pages of `pageSize` raw bytes. `expectedBytes` (the records' approximate raw size, when
+    /// known) sizes ``output`` up front, so that appending the sealed pages does not reallocate and copy it.
+    init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64, mode: Mode = .commitGroup,
+         expectedBytes: Int = 0) {
         self.mode = mode
         self.pageSize = pageSize
         self.salt = salt
         self.nextLSN = firstLSN
         self.syncedLSN = syncedLSN
         raw = ByteWriter(capacity: pageSize)
+        if expectedBytes > 0 {
+            output.reserveCapacity(expectedBytes + (expectedBytes / pageSize + 1) * Format.pageHeaderLength)
+        }
     }
 
     /// Appends one operation with commit sequence `sequence`; returns its index in ``placements``.

@@ -41,7 +41,12 @@ struct ByteWriter {
     @inline(__always) mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
 
     /// The UTF-8 bytes of a string, without an intermediate array.
-    @inline(__always) mutating func raw(_ utf8: String.UTF8View) { bytes.append(contentsOf: utf8) }
+    @inline(__always) mutating func raw(_ utf8: String.UTF8View) {
+        // Native strings (small ones included) hand out their bytes at once; others go byte by byte.
+        if utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: utf8)
+        }
+    }
 
     /// A varint length followed by the bytes.
     @inline(__always) mutating func lengthPrefixed(_ b: [UInt8]) {

@@ -1,0 +1,91 @@
+/// What the writer works out about a commit group before writing it: the operations in group order, each
+/// keyspace's operations in key order, and the index terms each operation replaces (read from the log outside
+/// the exclusive lock, so readers are not blocked by that I/O; a failure fails the commit before anything is
+/// written). Publishing the group (`EngineCore.publish`) uses the key order to insert sorted runs into the trees.
+struct CommitGroupPlan {
+    /// The group's operations, flattened in commit order.
+    let operations: [WriteBatch.Operation]
+    /// `batchOf[i]`: the position, among the group's non-empty batches, of the batch of operation `i`.
+    let batchOf: [Int]
+    /// For each operation, the index terms of the record it replaces or deletes: those of the last earlier
+    /// operation of the group on the same key, else those of the published record.
+    private(set) var replaced: [[IndexTerm]]
+    /// Each keyspace the group writes, in order of first appearance.
+    private(set) var keyspaces: [Keyspace] = []
+    /// Whether some operation's key was already written earlier in the group (publishing then applies the
+    /// operations one by one, in order, instead of as sorted runs).
+    private(set) var repeatsKeys = false
+
+    /// One keyspace's operations, sorted by key (operations on one key keep their commit order).
+    struct Keyspace {
+        let name: String
+        /// Indices into `operations`, in key order.
+        var operations: [Int]
+        /// Their keys, in the same order.
+        var keys: PackedKeys
+    }
+
+    /// Plans `batches` (all non-empty). `current` holds the published keyspaces whose records may carry terms;
+    /// `readTerms` reads the terms of a published record.
+    init(_ batches: [PendingCommit], current: [String: KeyspaceState],
+         readTerms: (RecordLocation) throws -> [IndexTerm]) rethrows {
+        // A lone batch (the common case under a single committer) shares its operations array, copying nothing.
+        var operations: [WriteBatch.Operation] = batches.count == 1 ? batches[0].batch.operations : []
+        var batchOf: [Int] = batches.count == 1 ? Array(repeating: 0, count: operations.count) : []
+        if batches.count > 1 {
+            for (b, pending) in batches.enumerated() {
+                operations.append(contentsOf: pending.batch.operations)
+                batchOf.append(contentsOf: repeatElement(b, count: pending.batch.count))
+            }
+        }
+        self.operations = operations
+        self.batchOf = batchOf
+        replaced = Array(repeating: [], count: operations.count)
+
+        var indexed = Set<String>()   // keyspaces in which the group writes terms
+        var last = -1
+        for (i, op) in operations.enumerated() {
+            if last < 0 || keyspaces[last].name != op.keyspace {
+                if let known = keyspaces.firstIndex(where: { $0.name == op.keyspace }) {
+                    last = known
+                } else {
+                    keyspaces.append(Keyspace(name: op.keyspace, operations: [], keys: PackedKeys()))
+                    last = keyspaces.count - 1
+                }
+            }
+            keyspaces[last].operations.append(i)
+            op.key.withUnsafeBytes { keyspaces[last].keys.append($0) }
+            if !op.terms.isEmpty { indexed.insert(op.keyspace) }
+        }
+        for k in keyspaces.indices {
+            let order = keyspaces[k].keys.sortedOrder()
+            keyspaces[k].keys = keyspaces[k].keys.reordered(order)
+            keyspaces[k].operations = order.map { keyspaces[k].operations[$0] }
+            let published = current[keyspaces[k].name]
+            guard published?.hasIndexEntries == true || indexed.contains(keyspaces[k].name) else {
+                if !repeatsKeys { repeatsKeys = Self.hasRepeats(keyspaces[k].keys) }
+                continue
+            }
+            let run = keyspaces[k]
+            // Keys past the published tree's last key are new: no lookup (appends, as in a sequential load).
+            let lastKey = published?.primary.last?.key
+            try run.keys.withView { keys in
+                for j in 0 ..< keys.count {
+                    let op = run.operations[j]
+                    if j > 0 && BTreeLayout.compare(keys[j - 1], keys[j]) == 0 {
+                        repeatsKeys = true
+                        let earlier = operations[run.operations[j - 1]]
+                        replaced[op] = earlier.kind == .put ? earlier.terms : []
+                    } else if let lastKey, lastKey.withUnsafeBytes({ BTreeLayout.compare(keys[j], $0) <= 0 }),
+                              let location = published?.primary.value(forKey: keys[j]), location.hasTerms {
+                        replaced[op] = try readTerms(location)
+                    }
+                }
+            }
+        }
+    }
+
+    private static func hasRepeats(_ keys: PackedKeys) -> Bool {
+        keys.withView { !$0.isSorted }
+    }
+}

@@ -1,0 +1,97 @@
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+@Suite("BTree.updateValues (sorted bulk insertion)")
+struct BTreeBulkInsertionTests {
+    /// A random key: a shared family prefix or none, then a few low-alphabet bytes; rarely very long.
+    private func randomKey(_ rng: inout SplitMix64, sequential: Int?) -> [UInt8] {
+        if let n = sequential {
+            return (0 ..< 8).map { UInt8(truncatingIfNeeded: UInt64(n) >> (56 - 8 * UInt64($0))) }
+        }
+        let roll = Int.random(in: 0 ..< 100, using: &rng)
+        var key: [UInt8] = roll < 30 ? Array("idx/genre/".utf8) : []
+        if roll < 3 { key += [UInt8](repeating: 0xFF, count: Int.random(in: 0 ... 1200, using: &rng)) }
+        for _ in 0 ..< Int.random(in: 0 ... 6, using: &rng) { key.append(UInt8.random(in: 0 ... 3, using: &rng) * 85) }
+        return key
+    }
+
+    @Test("batches of sorted keys give the same tree contents as one update per key",
+          arguments: [(1, 1), (2, 7), (3, 60), (4, 1000), (5, 5000)] as [(UInt64, Int)])
+    func matchesOneByOne(seed: UInt64, batchSize: Int) {
+        for sequential in [false, true] {
+            var rng = SplitMix64(seed: seed)
+            var bulk = BTree<Int>()
+            var single = BTree<Int>()
+            var snapshot = bulk
+            var next = 0
+            for round in 0 ..< 12 {
+                var batch: [[UInt8]: Int] = [:]
+                for _ in 0 ..< batchSize {
+                    batch[randomKey(&rng, sequential: sequential ? next : nil)] = round * 100_000 + next
+                    next += 1
+                }
+                let sorted = batch.keys.sorted { $0.lexicographicallyPrecedes($1) }
+                var keys = PackedKeys()
+                for key in sorted { key.withUnsafeBytes { keys.append($0) } }
+                var replacedByBulk: [Int: Int] = [:]
+                if round % 3 == 0 { snapshot = bulk }  // shared nodes must be copied, never written
+                let before = snapshot.count
+                bulk.updateValues(keys, sorted.map { batch[$0]! }) { i, old in replacedByBulk[i] = old }
+                var replacedOneByOne: [Int: Int] = [:]
+                for (i, key) in sorted.enumerated() {
+                    if let old = single.updateValue(batch[key]!, forKey: key) { replacedOneByOne[i] = old }
+                }
+                #expect(replacedByBulk == replacedOneByOne)
+                #expect(snapshot.count == before)
+                snapshot.checkInvariants()
+                bulk.checkInvariants()
+            }
+            #expect(bulk.count == single.count)
+            var bulkEntries: [([UInt8], Int)] = []
+            bulk.forEach(from: nil, to: nil, reverse: false) { bulkEntries.append((Array($0), $1)); return true }
+            var singleEntries: [([UInt8], Int)] = []
+            single.forEach(from: nil, to: nil, reverse: false) { singleEntries.append((Array($0), $1)); return true }
+            #expect(bulkEntries.map(\.0) == singleEntries.map(\.0))
+            #expect(bulkEntries.map(\.1) == singleEntries.map(\.1))
+            // The tree keeps working under ordinary mutations afterwards.
+            for (i, entry) in bulkEntries.enumerated() where i % 2 == 0 { bulk.removeValue(forKey: entry.0) }
+            bulk.checkInvariants()
+        }
+    }
+
+    @Test("one huge batch into an empty tree, and into a tree with long keys")
+    func hugeBatches() {
+        var tree = BTree<Int>()
+        var keys = PackedKeys()
+        for i in 0 ..< 100_000 {
+            let key = (0 ..< 4).map { UInt8(truncatingIfNeeded: i >> (24 - 8 * $0)) }
+            key.withUnsafeBytes { keys.append($0) }
+        }
+        tree.updateValues(keys, Array(0 ..< 100_000)) { _, _ in Issue.record("nothing to replace") }
+        tree.checkInvariants()
+        #expect(tree.count == 100_000)
+        #expect(tree.value(forKey: [0, 1, 0x86, 0x9F]) == 99_999)
+
+        var long = BTree<Int>()
+        var longKeys = PackedKeys()
+        for i in 0 ..< 300 {
+            let key = [UInt8(i >> 8), UInt8(i & 0xFF)] + [UInt8](repeating: 7, count: 700 + (i * 37) % 900)
+            key.withUnsafeBytes { longKeys.append($0) }
+        }
+        long.updateValues(longKeys, Array(0 ..< 300)) { _, _ in }
+        long.checkInvariants()
+        #expect(long.count == 300)
+    }
+
+    @Test("sortedOrder is a stable sort by bytes; reordered follows it")
+    func packedKeysSort() {
+        var keys = PackedKeys()
+        for key: [UInt8] in [[3], [1, 2], [], [1], [3], [0xFF, 0], [1, 2, 0]] { key.withUnsafeBytes { keys.append($0) } }
+        let order = keys.sortedOrder()
+        #expect(order == [2, 3, 1, 6, 0, 4, 5])
+        let sorted = keys.reordered(order)
+        let bytes = sorted.withView { view in (0 ..< view.count).map { Array(view[$0]) } }
+        #expect(bytes == [[], [1], [1, 2], [1, 2, 0], [3], [3], [0xFF, 0]])
+    }
+}
