@@ -6,30 +6,29 @@ import Synchronization
 ///
 /// Any filter is evaluated in memory. - Complexity: get, set and remove O(1) per entity on average; search O(n log n).
 public final class InMemoryStore<E: LocalEntity>: Store {
-    private struct Node {
-        var entity: E
-        var prev: Int
-        var next: Int
-    }
-
     private struct State {
         var index = DualHashDictionary<E.Identifier, Int>()
-        var nodes: [Node?] = []
+        /// Entities by slot (nil: a free slot). The recency list's links live apart, in `prev` and `next`, so
+        /// that moving a slot to the front touches two `Int` arrays, never a (generic) entity.
+        var entities: [E?] = []
+        var prev: [Int] = []
+        var next: [Int] = []
         var free: [Int] = []
-        /// Most recently used node (-1: none) and least recently used.
+        /// Most recently used slot (-1: none) and least recently used.
         var head = -1
         var tail = -1
 
         mutating func unlink(_ i: Int) {
-            guard let node = nodes[i] else { return }
-            if node.prev >= 0 { nodes[node.prev]!.next = node.next } else { head = node.next }
-            if node.next >= 0 { nodes[node.next]!.prev = node.prev } else { tail = node.prev }
+            guard entities[i] != nil else { return }
+            let p = prev[i], n = next[i]
+            if p >= 0 { next[p] = n } else { head = n }
+            if n >= 0 { prev[n] = p } else { tail = p }
         }
 
         mutating func pushFront(_ i: Int) {
-            nodes[i]!.prev = -1
-            nodes[i]!.next = head
-            if head >= 0 { nodes[head]!.prev = i }
+            prev[i] = -1
+            next[i] = head
+            if head >= 0 { prev[head] = i }
             head = i
             if tail < 0 { tail = i }
         }
@@ -44,15 +43,15 @@ public final class InMemoryStore<E: LocalEntity>: Store {
             let matches = index.values(matching: entity.identifier)
             // The same thing stored once under each half: the write folds both into the remote one.
             for j in matches.dropFirst() {
-                guard let other = nodes[j]?.entity else { continue }
+                guard let other = entities[j] else { continue }
                 index.removeValue(forKey: other.identifier)
                 unlink(j)
-                nodes[j] = nil
+                entities[j] = nil
                 free.append(j)
             }
-            if let i = matches.first, let stored = nodes[i]?.entity {
+            if let i = matches.first, let stored = entities[i] {
                 let merged = EntityMerging.merge(stored: stored, written: entity)
-                nodes[i]!.entity = merged
+                entities[i] = merged
                 // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
                 // LocalEntity written with fewer halves is no longer found by the half it dropped.
                 index.removeValues(matching: stored.identifier)
@@ -60,9 +59,16 @@ public final class InMemoryStore<E: LocalEntity>: Store {
                 touch(i)
                 return merged
             }
-            let node = Node(entity: entity, prev: -1, next: -1)
             let i: Int
-            if let f = free.popLast() { i = f; nodes[i] = node } else { i = nodes.count; nodes.append(node) }
+            if let f = free.popLast() {
+                i = f
+                entities[i] = entity
+            } else {
+                i = entities.count
+                entities.append(entity)
+                prev.append(-1)
+                next.append(-1)
+            }
             index[entity.identifier] = i
             pushFront(i)
             return entity
@@ -72,13 +78,13 @@ public final class InMemoryStore<E: LocalEntity>: Store {
         mutating func remove(_ identifier: E.Identifier) {
             for i in index.removeValues(matching: identifier) {
                 unlink(i)
-                nodes[i] = nil
+                entities[i] = nil
                 free.append(i)
             }
         }
 
         mutating func evict(downTo limit: Int) {
-            while index.count > limit, tail >= 0, let entity = nodes[tail]?.entity { remove(entity.identifier) }
+            while index.count > limit, tail >= 0, let entity = entities[tail] { remove(entity.identifier) }
         }
     }
 
@@ -104,7 +110,7 @@ public final class InMemoryStore<E: LocalEntity>: Store {
         state.withLock { s in
             guard let i = s.index[identifier] else { return nil }
             s.touch(i)
-            return s.nodes[i]?.entity
+            return s.entities[i]
         }
     }
 
@@ -117,7 +123,7 @@ public final class InMemoryStore<E: LocalEntity>: Store {
                 ids.flatMap { id -> [E] in
                     s.index.values(matching: id).compactMap { i in
                         s.touch(i)
-                        return s.nodes[i]?.entity
+                        return s.entities[i]
                     }
                 }
             }
@@ -125,7 +131,7 @@ public final class InMemoryStore<E: LocalEntity>: Store {
         }
         let matching = state.withLock { s in
             var out: [E] = []
-            for case let node? in s.nodes where evaluator.matches(node.entity) { out.append(node.entity) }
+            for case let entity? in s.entities where evaluator.matches(entity) { out.append(entity) }
             return out
         }
         let result = evaluator.result(fromMatching: matching)
