@@ -66,56 +66,16 @@ final class BinaryEncodingSink {
         }
     }
 
-    func writeVarint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    func writeInt(_ value: Int64) {
-        bytes.append(EntityCodec.Tag.int.rawValue)
-        writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-    }
-
-    func writeUInt(_ value: UInt64) {
-        bytes.append(EntityCodec.Tag.uint.rawValue)
-        writeVarint(value)
-    }
-
-    func writeString(_ value: String) {
-        bytes.append(EntityCodec.Tag.string.rawValue)
-        var value = value
-        value.withUTF8 { utf8 in
-            writeVarint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
+    func writeInt(_ value: Int64) { bytes.appendTaggedInt(value) }
+    func writeUInt(_ value: UInt64) { bytes.appendTaggedUInt(value) }
+    func writeString(_ value: String) { bytes.appendTaggedString(value) }
+    func writeDouble(_ value: Double) { bytes.appendTaggedDouble(value) }
+    func writeFloat(_ value: Float) { bytes.appendTaggedFloat(value) }
+    func writeBool(_ value: Bool) { bytes.appendTaggedBool(value) }
 
     func writeKey(_ key: String) {
         var key = key
-        key.withUTF8 { utf8 in
-            writeVarint(UInt64(utf8.count) + 1)   // 0 is the container's end tag
-            bytes.append(contentsOf: utf8)
-        }
-    }
-
-    func writeDouble(_ value: Double) {
-        bytes.append(EntityCodec.Tag.double.rawValue)
-        let bits = value.bitPattern
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-    }
-
-    func writeFloat(_ value: Float) {
-        bytes.append(EntityCodec.Tag.float.rawValue)
-        let bits = value.bitPattern
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift))) }
-    }
-
-    func writeBool(_ value: Bool) {
-        bytes.append(value ? EntityCodec.Tag.trueValue.rawValue : EntityCodec.Tag.falseValue.rawValue)
+        key.withUTF8 { bytes.appendKey(utf8: $0) }
     }
 
     func writeNil() { bytes.append(EntityCodec.Tag.null.rawValue) }

@@ -75,4 +75,50 @@ struct BinaryReader {
             }
         }
     }
+
+    /// The entries of the keyed container whose tag is at `position` (a container at `depth`: its values are
+    /// checked, by skipping them, at `depth + 1`), in record order, and the position just past its end tag.
+    /// - Throws: `typeMismatch` when the value there is not a keyed container, `dataCorrupted` for bad bytes.
+    func keyedEntries(at position: Int, depth: Int,
+                      _ codingPath: @autoclosure () -> [any CodingKey]) throws -> (entries: [KeyedEntry], end: Int) {
+        guard try tag(at: position, codingPath()) == .keyed else {
+            throw mismatch([String: Int].self, at: position, codingPath())
+        }
+        var entries: [KeyedEntry] = []
+        entries.reserveCapacity(16)   // one allocation for a typical entity instead of one per doubling
+        var p = position + 1
+        while true {
+            let keyLength = try varint(at: &p, codingPath())
+            if keyLength == 0 { return (entries, p) }
+            guard keyLength - 1 <= UInt64(bytes.count - p) else {
+                throw corrupt("key past the end of the record", at: p, codingPath())
+            }
+            let key = p..<(p + Int(keyLength - 1))
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325   // FNV-1a
+            for i in key { hash = (hash ^ UInt64(bytes[i])) &* 0x100_0000_01b3 }
+            p = key.upperBound
+            entries.append(KeyedEntry(key: key, value: p, hash: hash))
+            p = try skip(at: p, depth: depth + 1, codingPath())
+        }
+    }
+
+    /// Whether the key bytes at `range` are `name`. Compares in place (no slice or `UTF8View` iteration).
+    func key(_ range: Range<Int>, equals name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard range.count == name.count else { return false }
+        return bytes.withUnsafeBufferPointer { bytes in
+            var i = range.lowerBound
+            for byte in name {
+                if bytes[i] != byte { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+}
+
+/// An entry of a keyed container: where its key's bytes are, where its value starts, and its key's FNV-1a hash.
+struct KeyedEntry {
+    var key: Range<Int>
+    var value: Int
+    var hash: UInt64
 }

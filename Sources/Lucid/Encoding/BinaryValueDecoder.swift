@@ -114,53 +114,22 @@ extension BinaryReader {
 struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let reader: BinaryReader
     let codingPath: [any CodingKey]
-    /// (key bytes range, value position) of each entry, in record order.
-    private let entries: [(key: Range<Int>, value: Int)]
+    /// The container's entries, in record order.
+    private let entries: [KeyedEntry]
 
     init(reader: BinaryReader, position: Int, codingPath: [any CodingKey]) throws {
         guard codingPath.count <= EntityCodec.maxDepth else {
             throw reader.corrupt("nesting too deep", at: position, codingPath)
         }
-        guard try reader.tag(at: position, codingPath) == .keyed else {
-            throw reader.mismatch([String: Int].self, at: position, codingPath)
-        }
         self.reader = reader
         self.codingPath = codingPath
-        var list: [(key: Range<Int>, value: Int)] = []
-        list.reserveCapacity(16)   // one allocation for a typical entity instead of one per doubling
-        var p = position + 1
-        while true {
-            let keyLength = try reader.varint(at: &p, codingPath)
-            if keyLength == 0 { break }
-            guard keyLength - 1 <= UInt64(reader.bytes.count - p) else {
-                throw reader.corrupt("key past the end of the record", at: p, codingPath)
-            }
-            let keyRange = p..<(p + Int(keyLength - 1))
-            p = keyRange.upperBound
-            list.append((keyRange, p))
-            p = try reader.skip(at: p, depth: codingPath.count + 1, codingPath)
-        }
-        entries = list
+        entries = try reader.keyedEntries(at: position, depth: codingPath.count, codingPath).entries
     }
 
-    /// The value position of the first entry named `key`, or nil. Compares bytes in place (no slice or
-    /// `UTF8View` iteration): lookups run once per property decoded.
+    /// The value position of the first entry named `key`, or nil (lookups run once per property decoded).
     private func find(_ key: some CodingKey) -> Int? {
         var name = key.stringValue
-        return name.withUTF8 { name -> Int? in
-            reader.bytes.withUnsafeBufferPointer { bytes -> Int? in
-                for entry in entries where entry.key.count == name.count {
-                    var j = 0
-                    var i = entry.key.lowerBound
-                    while j < name.count && bytes[i] == name[j] {
-                        i += 1
-                        j += 1
-                    }
-                    if j == name.count { return entry.value }
-                }
-                return nil
-            }
-        }
+        return name.withUTF8 { name in entries.first { reader.key($0.key, equals: name) }?.value }
     }
 
     private func position(_ key: some CodingKey) throws -> Int {

@@ -13,6 +13,17 @@ public enum EntityCodec {
     /// d + 1. Decoding refuses a record with a deeper value, and encoding refuses to write one.
     public static let maxDepth = 128
 
+    /// Throws unless `bytes` starts with ``formatVersion``. - Throws: `DecodingError.dataCorrupted`.
+    static func checkVersion(_ bytes: [UInt8]) throws {
+        guard let version = bytes.first else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "empty entity record"))
+        }
+        guard version == formatVersion else {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: [], debugDescription: "entity record format version \(version), expected \(formatVersion)"))
+        }
+    }
+
     enum Tag: UInt8 {
         case end = 0x00, null = 0x01, falseValue = 0x02, trueValue = 0x03, int = 0x04, uint = 0x05
         case double = 0x06, float = 0x07, string = 0x08, keyed = 0x09, unkeyed = 0x0A, empty = 0x0B
@@ -35,13 +46,7 @@ public enum EntityCodec {
     /// Decodes a `T` from `bytes`. - Throws: `DecodingError` for a wrong version, truncated or malformed bytes,
     /// or a shape that does not fit `T`.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        guard let version = bytes.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "empty entity record"))
-        }
-        guard version == formatVersion else {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: [], debugDescription: "entity record format version \(version), expected \(formatVersion)"))
-        }
+        try checkVersion(bytes)
         let reader = BinaryReader(bytes: bytes)
         // The whole record must be one well-formed value ending at the last byte. Containers walk only the parts
         // a type reads, so without this a truncated top-level array, a type that reads nothing (an empty struct)

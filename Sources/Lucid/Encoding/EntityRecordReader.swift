@@ -12,86 +12,39 @@ import Foundation
 ///   of the type's range, `dataCorrupted` for malformed bytes).
 public struct EntityRecordReader {
     private let reader: BinaryReader
-    /// An entry: where its key's bytes are and where its value starts.
-    private struct Entry {
-        var key: Range<Int>
-        var value: Int
-    }
     /// The record's entries, in record order.
-    private let entries: [Entry]
+    private let entries: [KeyedEntry]
     /// Whether some key is stored twice: every lookup then scans from the first entry.
     private let hasDuplicateKeys: Bool
     /// The entry the next read looks at first: the one after the last entry read.
     private var next = 0
 
     init(_ bytes: [UInt8]) throws {
-        guard let version = bytes.first else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "empty entity record"))
-        }
-        guard version == EntityCodec.formatVersion else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription:
-                "entity record format version \(version), expected \(EntityCodec.formatVersion)"))
-        }
+        try EntityCodec.checkVersion(bytes)
         let reader = BinaryReader(bytes: bytes)
-        guard try reader.tag(at: 1, []) == .keyed else {
-            throw reader.mismatch([String: Int].self, at: 1, [])
-        }
-        var list: [Entry] = []
-        list.reserveCapacity(16)
-        var p = 2
-        while true {
-            let keyLength = try reader.varint(at: &p, [])
-            if keyLength == 0 { break }
-            guard keyLength - 1 <= UInt64(bytes.count - p) else {
-                throw reader.corrupt("key past the end of the record", at: p, [])
-            }
-            let key = p..<(p + Int(keyLength - 1))
-            p = key.upperBound
-            list.append(Entry(key: key, value: p))
-            p = try reader.skip(at: p, depth: 1, [])
-        }
-        guard p == bytes.count else {
+        let (entries, end) = try reader.keyedEntries(at: 1, depth: 0, [])
+        guard end == bytes.count else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
         }
         self.reader = reader
-        entries = list
-        hasDuplicateKeys = Self.hasDuplicates(list, in: bytes)
+        self.entries = entries
+        hasDuplicateKeys = Self.hasDuplicates(entries, in: reader)
     }
 
-    /// Whether two entries have the same key: the keys' FNV-1a hashes are compared pairwise (O(n²) integer
-    /// comparisons, n ≈ 10), their bytes only when two hashes are equal.
-    private static func hasDuplicates(_ entries: [Entry], in bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { bytes in
-            var hashes: [UInt64] = []
-            hashes.reserveCapacity(entries.count)
-            for entry in entries {
-                var h: UInt64 = 0xcbf2_9ce4_8422_2325
-                for i in entry.key { h = (h ^ UInt64(bytes[i])) &* 0x100_0000_01b3 }
-                hashes.append(h)
+    /// Whether two entries have the same key: their hashes are compared pairwise (O(n²) integer comparisons,
+    /// n ≈ 10), their bytes only when two hashes are equal.
+    private static func hasDuplicates(_ entries: [KeyedEntry], in reader: BinaryReader) -> Bool {
+        for i in entries.indices {
+            for j in (i + 1)..<entries.count where entries[j].hash == entries[i].hash {
+                let a = entries[i].key, b = entries[j].key
+                if a.count == b.count && reader.bytes[a].elementsEqual(reader.bytes[b]) { return true }
             }
-            for i in hashes.indices {
-                for j in (i + 1)..<hashes.count where hashes[j] == hashes[i] {
-                    let a = entries[i].key, b = entries[j].key
-                    if a.count == b.count && bytes[a].elementsEqual(bytes[b]) { return true }
-                }
-            }
-            return false
         }
+        return false
     }
 
     private func matches(_ entry: Int, _ key: StaticString) -> Bool {
-        let range = entries[entry].key
-        return key.withUTF8Buffer { name in
-            guard name.count == range.count else { return false }
-            return reader.bytes.withUnsafeBufferPointer { bytes in
-                var i = range.lowerBound
-                for byte in name {
-                    if bytes[i] != byte { return false }
-                    i += 1
-                }
-                return true
-            }
-        }
+        key.withUTF8Buffer { reader.key(entries[entry].key, equals: $0) }
     }
 
     /// The value position of `key`'s first entry, or nil.
@@ -269,8 +222,6 @@ extension BinaryReader {
 
     /// Whether the key bytes at `range` are `name`'s UTF-8.
     private func isKey(_ range: Range<Int>, _ name: StaticString) -> Bool {
-        name.withUTF8Buffer { name in
-            name.count == range.count && bytes.withUnsafeBufferPointer { $0[range].elementsEqual(name) }
-        }
+        name.withUTF8Buffer { key(range, equals: $0) }
     }
 }

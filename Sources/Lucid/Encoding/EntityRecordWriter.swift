@@ -26,73 +26,35 @@ public struct EntityRecordWriter {
         return bytes
     }
 
-    // MARK: Primitives
-
     private mutating func key(_ key: StaticString) {
-        key.withUTF8Buffer { utf8 in
-            varint(UInt64(utf8.count) + 1)   // 0 is the container's end tag
-            bytes.append(contentsOf: utf8)
-        }
-    }
-
-    private mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    mutating func int(_ value: Int64) {
-        bytes.append(EntityCodec.Tag.int.rawValue)
-        varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-    }
-
-    private mutating func uint(_ value: UInt64) {
-        bytes.append(EntityCodec.Tag.uint.rawValue)
-        varint(value)
-    }
-
-    mutating func string(_ value: String) {
-        bytes.append(EntityCodec.Tag.string.rawValue)
-        var value = value
-        value.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
-
-    private mutating func double(_ value: Double) {
-        bytes.append(EntityCodec.Tag.double.rawValue)
-        withUnsafeBytes(of: value.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+        key.withUTF8Buffer { bytes.appendKey(utf8: $0) }
     }
 
     // MARK: Entries
 
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: String, forKey key: StaticString) { self.key(key); string(value) }
+    public mutating func encode(_ value: String, forKey key: StaticString) { self.key(key); bytes.appendTaggedString(value) }
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: Int, forKey key: StaticString) { self.key(key); int(Int64(value)) }
+    public mutating func encode(_ value: Int, forKey key: StaticString) { self.key(key); bytes.appendTaggedInt(Int64(value)) }
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: Int64, forKey key: StaticString) { self.key(key); int(value) }
+    public mutating func encode(_ value: Int64, forKey key: StaticString) { self.key(key); bytes.appendTaggedInt(value) }
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: Int32, forKey key: StaticString) { self.key(key); int(Int64(value)) }
+    public mutating func encode(_ value: Int32, forKey key: StaticString) { self.key(key); bytes.appendTaggedInt(Int64(value)) }
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: UInt, forKey key: StaticString) { self.key(key); uint(UInt64(value)) }
+    public mutating func encode(_ value: UInt, forKey key: StaticString) { self.key(key); bytes.appendTaggedUInt(UInt64(value)) }
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: UInt64, forKey key: StaticString) { self.key(key); uint(value) }
+    public mutating func encode(_ value: UInt64, forKey key: StaticString) { self.key(key); bytes.appendTaggedUInt(value) }
     /// Writes `value` under `key`.
-    public mutating func encode(_ value: Double, forKey key: StaticString) { self.key(key); double(value) }
+    public mutating func encode(_ value: Double, forKey key: StaticString) { self.key(key); bytes.appendTaggedDouble(value) }
     /// Writes `value` under `key`.
     public mutating func encode(_ value: Bool, forKey key: StaticString) {
         self.key(key)
-        bytes.append(value ? EntityCodec.Tag.trueValue.rawValue : EntityCodec.Tag.falseValue.rawValue)
+        bytes.appendTaggedBool(value)
     }
     /// Writes `value` under `key` as `Date`'s `Codable` form does (seconds since 2001-01-01, a Double).
     public mutating func encode(_ value: Date, forKey key: StaticString) {
         self.key(key)
-        double(value.timeIntervalSinceReferenceDate)
+        bytes.appendTaggedDouble(value.timeIntervalSinceReferenceDate)
     }
 
     /// Writes `identifier` under `key` as its `Codable` form (`{local?, remote?}`). Inlinable, so that it is

@@ -21,8 +21,10 @@ extension RemoteIdentifierValue {
 extension Int: RemoteIdentifierValue {
     /// Big-endian with the sign bit flipped, so byte order is numeric order.
     public var orderedBytes: [UInt8] {
-        let biased = UInt64(bitPattern: Int64(self)) ^ (1 << 63)
-        return (0..<8).map { UInt8(truncatingIfNeeded: biased >> (56 - 8 * UInt64($0))) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(8)
+        appendOrderedBytes(to: &bytes)
+        return bytes
     }
     public func appendOrderedBytes(to bytes: inout [UInt8]) {
         withUnsafeBytes(of: (UInt64(bitPattern: Int64(self)) ^ (1 << 63)).bigEndian) { bytes.append(contentsOf: $0) }

@@ -40,13 +40,8 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        let snapshot = try openSnapshot()
-        // `locate` without its (key, entity) tuple, whose metadata a generic caller looks up on every call.
-        let key = identifier.storageKey
-        if let entity = try fetch(key, in: snapshot) { return entity }
-        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
-              found != key else { return nil }
-        return try fetch(found, in: snapshot)
+        var key = identifier.storageKey
+        return try fetchLocated(identifier, key: &key, in: try openSnapshot())
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -71,11 +66,20 @@ public final class DiskStore<E: LocalEntity>: Store {
     /// `identifier.storageKey` (computed once by a caller that needs it too).
     func locate(_ identifier: E.Identifier, storageKey: [UInt8]? = nil,
                 in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        let key = storageKey ?? identifier.storageKey
-        if let entity = try fetch(key, in: snapshot) { return (key, entity) }   // one lookup in the common case
+        var key = storageKey ?? identifier.storageKey
+        return try fetchLocated(identifier, key: &key, in: snapshot).map { (key, $0) }
+    }
+
+    /// The decoded entity for `identifier`, whose storage key `key` is on entry and the key it was found under on
+    /// return: one lookup in the common case, the `__lid` index for a local id filed under its remote value.
+    /// (No (key, entity) tuple: its metadata is looked up on every call in generic code, and `getNow` is hot.)
+    private func fetchLocated(_ identifier: E.Identifier, key: inout [UInt8],
+                              in snapshot: Snapshot) throws(StoreError) -> E? {
+        if let entity = try fetch(key, in: snapshot) { return entity }
         guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
-              found != key, let entity = try fetch(found, in: snapshot) else { return nil }
-        return (found, entity)
+              found != key else { return nil }
+        key = found
+        return try fetch(found, in: snapshot)
     }
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
