@@ -62,14 +62,6 @@ public final class DiskStore<E: LocalEntity>: Store {
         return engine.snapshot()
     }
 
-    /// The stored record for `identifier`: its key and decoded entity. `storageKey`, when given, is
-    /// `identifier.storageKey` (computed once by a caller that needs it too).
-    func locate(_ identifier: E.Identifier, storageKey: [UInt8]? = nil,
-                in snapshot: Snapshot) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        var key = storageKey ?? identifier.storageKey
-        return try fetchLocated(identifier, key: &key, in: snapshot).map { (key, $0) }
-    }
-
     /// The decoded entity for `identifier`, whose storage key `key` is on entry and the key it was found under on
     /// return: one lookup in the common case, the `__lid` index for a local id filed under its remote value.
     /// (No (key, entity) tuple: its metadata is looked up on every call in generic code, and `getNow` is hot.)
@@ -84,13 +76,16 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
     /// a local value) the record the `__lid` index names, unless that record has another remote id.
-    func locateKey(_ identifier: E.Identifier, storageKey: [UInt8]? = nil, in snapshot: Snapshot) -> [UInt8]? {
+    /// Keys for which `skipping` returns true are passed over (a batch's writes skip the keys it already wrote).
+    func locateKey(_ identifier: E.Identifier, storageKey: [UInt8]? = nil, in snapshot: Snapshot,
+                   skipping: ([UInt8]) -> Bool = { _ in false }) -> [UInt8]? {
         let key = storageKey ?? identifier.storageKey
-        if snapshot.contains(key, in: keyspace) { return key }
+        if !skipping(key), snapshot.contains(key, in: keyspace) { return key }
         guard let local = identifier.localValue else { return nil }
-        let query = IndexQuery(keyspace: keyspace, index: Self.localIndex, condition: .equals(.string(local)), limit: 4)
+        // Every record carrying the local value (normally one), so that none the predicates pass over hides another.
+        let query = IndexQuery(keyspace: keyspace, index: Self.localIndex, condition: .equals(.string(local)))
         let isRemote = key.first == 0x72
-        return snapshot.keys(matching: query).first { !(isRemote && $0.first == 0x72 && $0 != key) }
+        return snapshot.keys(matching: query).first { !(isRemote && $0.first == 0x72 && $0 != key) && !skipping($0) }
     }
 
     /// Every record equal to `identifier` under the identifier rule (see ``DualHashDictionary/values(matching:)``):
@@ -136,57 +131,28 @@ public final class DiskStore<E: LocalEntity>: Store {
     /// released when it returns, before the commit: a live snapshot makes the writer copy every B-tree node the
     /// batch touches.
     private func prepareSet(_ entities: [E]) throws(StoreError) -> (WriteBatch, [E]) {
-        let snapshot = try openSnapshot()
-        var pending = DualHashDictionary<E.Identifier, (key: [UInt8], entity: E)>()
-        // The batch's records in the order their keys were first written (nil: delete), and where each key is.
-        var writes: [(key: [UInt8], entity: E?)] = []
-        var position: [[UInt8]: Int] = [:]
-        writes.reserveCapacity(entities.count)
-        position.reserveCapacity(entities.count)
-        func write(_ entity: E?, forKey key: [UInt8]) {
-            if let i = position[key] {
-                writes[i].entity = entity
-            } else {
-                position[key] = writes.count
-                writes.append((key, entity))
-            }
-        }
+        // Each entity merges with what the batch's earlier entities left (see `DiskBatchOverlay`).
+        var overlay = DiskBatchOverlay(store: self, snapshot: try openSnapshot(), capacity: entities.count)
         var stored: [E] = []
         stored.reserveCapacity(entities.count)
-        // Without local ids in the batch, an entity can only match an earlier one of the batch by its remote id,
-        // that is under the same storage key, and no record changes key: the batch's own writes then answer
-        // what `pending` would, without a dual-key dictionary.
-        let anyLocal = entities.contains { $0.identifier.localValue != nil }
         for entity in entities {
             let writtenKey = entity.identifier.storageKey
-            var existing: (key: [UInt8], entity: E)?
-            if anyLocal {
-                existing = pending[entity.identifier]
-            } else if let i = position[writtenKey], let earlier = writes[i].entity {
-                existing = (writtenKey, earlier)
-            }
-            if existing == nil { existing = try locate(entity.identifier, storageKey: writtenKey, in: snapshot) }
+            let existing = try overlay.locate(entity.identifier, storageKey: writtenKey)
             let merged = EntityMerging.merge(stored: existing?.entity, written: entity)
             // With nothing stored, the merge is the written entity itself, under the key computed above.
             let key = existing == nil ? writtenKey : merged.identifier.storageKey
-            if let old = existing?.key, old != key {
-                write(nil, forKey: old)
-                if anyLocal, let previous = existing?.entity { pending.removeValue(forKey: previous.identifier) }
-            }
+            if let old = existing?.key, old != key { overlay.write(nil, forKey: old) }
             // The same entity may still be filed under its local value alone: the write folds it in.
             if key.first == 0x72, let local = merged.identifier.localValue {
                 let localKey = [0x6C] + Array(local.utf8)
-                if localKey != existing?.key, position[localKey] != nil || snapshot.contains(localKey, in: keyspace) {
-                    write(nil, forKey: localKey)
-                }
+                if localKey != existing?.key, overlay.contains(localKey) { overlay.write(nil, forKey: localKey) }
             }
-            write(merged, forKey: key)
-            if anyLocal { pending[merged.identifier] = (key, merged) }
+            overlay.write(merged, forKey: key)
             stored.append(merged)
         }
         var batch = WriteBatch()
         let indexNames = E.IndexName.allCases
-        for (key, write) in writes {
+        for (key, write) in overlay.writes {
             if let entity = write {
                 let bytes: [UInt8]
                 do { bytes = try entity.encodeRecord() } catch { throw .unencodableEntity("\(error)") }

@@ -153,7 +153,9 @@ public enum QueryChecks {
                 case (.success(let e), .success(let a)):
                     let ek = e.entities.map(\.identifier.storageKey), ak = a.entities.map(\.identifier.storageKey)
                     guard ek == ak, e.groupKeys.count == a.groupKeys.count else {
-                        throw QueryCheckFailure("disk \(ak) != reference \(ek) for \(q)")
+                        let stored = (try? disk.searchNow(.all).entities.map(\.identifier)) ?? []
+                        throw QueryCheckFailure("disk \(ak) != reference \(ek) for \(q); "
+                                                + "model holds \(everything.map(\.identifier)), disk \(stored)")
                     }
                 default:
                     throw QueryCheckFailure("disk \(actual) vs reference \(expected) for \(q)")
