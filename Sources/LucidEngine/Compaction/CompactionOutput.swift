@@ -10,6 +10,8 @@ struct CompactionOutput {
     let directory: String
     let fileSystem: any FileSystem
     let pageSize: Int
+    /// LZ4 level of the output pages (``EngineOptions/compactionCompressionLevel``).
+    let compressionLevel: Int
     let segmentSize: UInt64
     /// The first LSN of the log the inputs hold (recorded in each output's header).
     let firstLSN: UInt64
@@ -25,11 +27,12 @@ struct CompactionOutput {
     private(set) var rawPayloadBytes: UInt64 = 0
     private(set) var storedPayloadBytes: UInt64 = 0
 
-    init(directory: String, fileSystem: any FileSystem, pageSize: Int, segmentSize: UInt64, firstLSN: UInt64,
-         allocateId: @escaping () -> UInt64) {
+    init(directory: String, fileSystem: any FileSystem, pageSize: Int, compressionLevel: Int = 0,
+         segmentSize: UInt64, firstLSN: UInt64, allocateId: @escaping () -> UInt64) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.pageSize = pageSize
+        self.compressionLevel = compressionLevel
         self.segmentSize = segmentSize
         self.firstLSN = firstLSN
         self.allocateId = allocateId
@@ -91,7 +94,7 @@ struct CompactionOutput {
                                                    fileSystem: fileSystem)
         file = created
         builder = PageBuilder(pageSize: pageSize, salt: created.header.pageSalt, firstLSN: 1, syncedLSN: 0,
-                              mode: .compacted)
+                              mode: .compacted, compressionLevel: compressionLevel)
         written = UInt64(Format.segmentHeaderLength)
     }
 

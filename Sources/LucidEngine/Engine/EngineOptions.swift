@@ -45,6 +45,11 @@ public struct EngineOptions: Sendable {
     /// Default ``AutoCompactionPolicy/init(deadRatio:minimumSealedBytes:)`` (half dead, 64 MiB sealed); nil
     /// turns automatic compaction off (``Engine/compact(_:)`` still works).
     public var autoCompaction: AutoCompactionPolicy? = AutoCompactionPolicy()
+    /// How hard compaction compresses the pages it writes: 0 uses LZ4's fast compressor (as commits do), 1...12
+    /// LZ4HC at that level. Default 9 (LZ4HC's default): compacted data is written once and read many times, so
+    /// compaction spends CPU for smaller files. Reads cost the same either way (one block format, decompressed
+    /// by the same routine); the level is not recorded on disk and may change between opens.
+    public var compactionCompressionLevel: Int = 9
     /// Whether ``Engine/close()`` writes a `CHECKPOINT` when the log has grown past the last one. Default true
     /// (fast reopen). Read-only tools set it to false, together with ``RecoveryMode/strict``, so that opening and
     /// closing a store never changes its files (the `LOCK` file aside).
@@ -65,6 +70,9 @@ public struct EngineOptions: Sendable {
         }
         if let policy = autoCompaction, !(policy.deadRatio > 0 && policy.deadRatio < 1) {
             throw LucidError.invalidArgument("autoCompaction.deadRatio must lie between 0 and 1, not \(policy.deadRatio)")
+        }
+        guard 0...12 ~= compactionCompressionLevel else {
+            throw LucidError.invalidArgument("compactionCompressionLevel must be between 0 and 12, not \(compactionCompressionLevel)")
         }
         if case .grouped(let ms) = syncMode, ms < 0 {
             throw LucidError.invalidArgument("grouped sync interval must not be negative")

@@ -202,7 +202,8 @@ struct CompactionTests {
         _ = try engine.compactAndWait()
 
         // The ideal: the live records alone, packed into full compressed pages.
-        var ideal = PageBuilder(pageSize: options.pageSize, salt: 1, firstLSN: 1, syncedLSN: 0, mode: .compacted)
+        var ideal = PageBuilder(pageSize: options.pageSize, salt: 1, firstLSN: 1, syncedLSN: 0, mode: .compacted,
+                                compressionLevel: options.compactionCompressionLevel)
         let snapshot = engine.snapshot()
         let state = engine.core.currentState()
         for kv in try snapshot.scan(in: "docs") {
@@ -218,6 +219,44 @@ struct CompactionTests {
         let segmentBytes = Double(stats.segments.reduce(0) { $0 + $1.bytes })
         #expect(segmentBytes <= 1.1 * idealBytes, "segments \(segmentBytes) B, live data compressed \(idealBytes) B")
         try engine.close()
+    }
+
+    @Test("compaction's LZ4HC pages are smaller than the fast compressor's and read back under any level")
+    func compressionLevels() throws {
+        var sizes: [Int: UInt64] = [:]
+        var dumps: [Int: [KeyValue]] = [:]
+        for level in [0, 9] {
+            let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-level")
+            defer { try? CorruptionHelpers.removeDirectory(directory) }
+            var options = Self.options
+            options.compactionCompressionLevel = level
+            let engine = try Engine.open(at: directory, options: options)
+            var random = EngineTest.SplitMix64(seed: 7)
+            var batch = WriteBatch()
+            for i in 0..<3000 {
+                let words = (0..<(6 + i % 20)).map { _ in ["title", "genre", "rating", "scifi", "essay"][Int(random.next() % 5)] }
+                batch.put(Self.bytes("{\"id\":\(i),\"text\":\"\(words.joined(separator: " "))\"}"),
+                          forKey: Self.bytes(String(format: "k%08x", random.next() & 0xFFFF_FFFF)), in: "docs")
+            }
+            _ = try engine.commitAndWait(batch)
+            try engine.sealActiveSegment()
+            let summary = try engine.compactAndWait()
+            sizes[level] = summary.outputBytes
+            try engine.close()
+            // The level is not recorded: a store compacted at one level opens and verifies under another.
+            options.compactionCompressionLevel = 9 - level
+            let reopened = try Engine.open(at: directory, options: options)
+            #expect(try reopened.verify().ok)
+            dumps[level] = try reopened.snapshot().scan(in: "docs")
+            try reopened.close()
+        }
+        #expect(dumps[0]!.count == 3000 && dumps[0] == dumps[9])
+        #expect(sizes[9]! < sizes[0]! * 95 / 100, "LZ4HC \(sizes[9]!) B, fast LZ4 \(sizes[0]!) B")
+        var bad = Self.options
+        bad.compactionCompressionLevel = 13
+        let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-level-bad")
+        defer { try? CorruptionHelpers.removeDirectory(directory) }
+        _ = EngineTest.expectLucidError(.invalidArgument) { _ = try Engine.open(at: directory, options: bad) }
     }
 
     @Test("writers and readers go on during a compaction; the result matches a model")

@@ -7,16 +7,21 @@ enum LZ4 {
 
     /// Compresses `source` and appends the result to `destination`; returns the compressed size, or `nil`
     /// when LZ4 could not compress (input too large). `destination` is untouched on `nil`.
-    static func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8]) -> Int? {
+    ///
+    /// `level` 0 uses the fast compressor (`LZ4_compress_default`); 1...12 use LZ4HC at that level, which is
+    /// several times slower to compress and smaller, and decompresses with the same `LZ4_decompress_safe`
+    /// (one block format: nothing on disk says which compressor wrote a page).
+    static func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8],
+                         level: Int = 0) -> Int? {
         guard source.count > 0, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
         let start = destination.count
         let capacity = bound(source.count)
         destination.append(contentsOf: repeatElement(0, count: capacity))
         let written = destination.withUnsafeMutableBytes { dst -> Int32 in
-            LZ4_compress_default(
-                source.baseAddress!.assumingMemoryBound(to: CChar.self),
-                (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-                Int32(source.count), Int32(capacity))
+            let src = source.baseAddress!.assumingMemoryBound(to: CChar.self)
+            let out = (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self)
+            return level > 0 ? LZ4_compress_HC(src, out, Int32(source.count), Int32(capacity), Int32(min(level, 12)))
+                : LZ4_compress_default(src, out, Int32(source.count), Int32(capacity))
         }
         guard written > 0 else {
             destination.removeLast(capacity)
