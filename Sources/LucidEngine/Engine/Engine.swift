@@ -49,7 +49,7 @@ public final class Engine: Sendable {
         }
         let lock = try fileSystem.lockFile(at: path + "/" + Format.lockFileName, pid: getpid())
         do {
-            let cache = PageCache(capacityBytes: options.pageCacheBytes)
+            let cache = PageCache(capacityBytes: options.pageCacheBytes, readAhead: options.pageSize)
             var recovery = Recovery(path: path, options: options, cache: cache)
             let (state, writer) = try recovery.run()
             let core = EngineCore(path: path, options: options, lock: lock, state: state, writer: writer,

@@ -182,7 +182,7 @@ enum PageFetch {
         }
         let offset = UInt64(location.pageOffset)
         let bound = offset + UInt64(Format.pageHeaderLength + LZ4.bound(Format.maxRawPageLength))
-        let page = try file.readPage(at: offset, fileEnd: bound).1
+        let page = try file.readPage(at: offset, fileEnd: bound, expectedStoredLength: cache.readAhead).1
         cache.insert(page, for: key)
         return page
     }

@@ -20,42 +20,63 @@ final class SegmentFile: Sendable {
     /// Reads and fully verifies the page at `offset` (which must end by `fileEnd`), returning its raw payload.
     /// Throws ``LucidError/Code/corruption`` naming this file and the offset for any failed check, so bytes that
     /// fail their checksum are never returned.
-    func readPage(at offset: UInt64, fileEnd: UInt64) throws -> (PageHeader, PageBuffer) {
-        guard offset >= UInt64(Format.segmentHeaderLength),
-              fileEnd >= offset + UInt64(Format.pageHeaderLength) else {
+    ///
+    /// One `pread` covers the header and `expectedStoredLength` payload bytes (the writer's page size is a good
+    /// guess: a payload is stored compressed only when that saves 1/8); a larger page costs a second one.
+    func readPage(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int = 0) throws -> (PageHeader, PageBuffer) {
+        let headerLength = Format.pageHeaderLength
+        guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {
             throw LucidError.corruption("page offset out of range", file: path, offset: offset)
         }
-        let headerBytes = try handle.read(at: offset, count: Format.pageHeaderLength)
-        guard headerBytes.count == Format.pageHeaderLength else {
+        let available = fileEnd - offset - UInt64(headerLength)
+        let first = try handle.read(at: offset, count: headerLength + Int(min(UInt64(max(expectedStoredLength, 0)), available)))
+        guard first.count >= headerLength else {
             throw LucidError.corruption("page header truncated", file: path, offset: offset)
         }
-        let available = fileEnd - offset - UInt64(Format.pageHeaderLength)
         let salt = self.header.pageSalt
         let header: PageHeader
-        switch headerBytes.withUnsafeBytes({ PageHeader.decode($0, expectedSalt: salt, bytesAvailable: available) }) {
+        switch first.withUnsafeBytes({
+            PageHeader.decode(UnsafeRawBufferPointer(rebasing: $0[0..<headerLength]), expectedSalt: salt,
+                              bytesAvailable: available)
+        }) {
         case .success(let h): header = h
         case .failure(let why): throw LucidError.corruption("invalid page header: \(why)", file: path, offset: offset)
         }
-        let stored = try handle.read(at: offset + UInt64(Format.pageHeaderLength), count: Int(header.storedLength))
-        let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                file: path, offset: offset)
+        let storedLength = Int(header.storedLength)
+        let raw: [UInt8]
+        if first.count >= headerLength + storedLength {
+            raw = try first.withUnsafeBytes { b in
+                try PageCodec.verifyAndDecode(header: header, headerBytes: UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
+                                              stored: UnsafeRawBufferPointer(rebasing: b[headerLength..<(headerLength + storedLength)]),
+                                              file: path, offset: offset)
+            }
+        } else {
+            let stored = try handle.read(at: offset + UInt64(headerLength), count: storedLength)
+            raw = try first.withUnsafeBytes { b in
+                try stored.withUnsafeBytes {
+                    try PageCodec.verifyAndDecode(header: header, headerBytes: UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
+                                                  stored: $0, file: path, offset: offset)
+                }
+            }
+        }
         return (header, PageBuffer(raw))
     }
 }
 
 /// Checksum verification and decompression of a page payload, shared by every reader of pages.
 enum PageCodec {
-    static func verifyAndDecode(header: PageHeader, headerBytes: [UInt8], stored: [UInt8],
+    /// The raw payload of a page whose header and stored payload are `headerBytes` and `stored`, after checking
+    /// the length and the checksum and decompressing. - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
+    static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
                                 file: String, offset: UInt64) throws -> [UInt8] {
         guard stored.count == Int(header.storedLength) else {
             throw LucidError.corruption("page payload truncated", file: file, offset: offset)
         }
-        let crc = headerBytes.withUnsafeBytes { h in stored.withUnsafeBytes { PageHeader.computeCRC(headerBytes: h, payload: $0) } }
-        guard crc == header.maskedCRC else {
+        guard PageHeader.computeCRC(headerBytes: headerBytes, payload: stored) == header.maskedCRC else {
             throw LucidError.corruption("page checksum mismatch", file: file, offset: offset)
         }
-        if !header.isCompressed { return stored }
-        guard let raw = stored.withUnsafeBytes({ LZ4.decompress($0, rawLength: Int(header.rawLength)) }) else {
+        if !header.isCompressed { return Array(stored) }
+        guard let raw = LZ4.decompress(stored, rawLength: Int(header.rawLength)) else {
             throw LucidError.corruption("page payload does not decompress to \(header.rawLength) bytes", file: file, offset: offset)
         }
         return raw

@@ -56,8 +56,11 @@ struct SegmentScanner {
         let stored = try bytes(at: position + UInt64(Format.pageHeaderLength), count: Int(header.storedLength))
         let raw: [UInt8]
         do {
-            raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                file: file.path, offset: position)
+            raw = try headerBytes.withUnsafeBytes { h in
+                try stored.withUnsafeBytes {
+                    try PageCodec.verifyAndDecode(header: header, headerBytes: h, stored: $0, file: file.path, offset: position)
+                }
+            }
         } catch let error as LucidError {
             return .failure(.init(error.message))
         }

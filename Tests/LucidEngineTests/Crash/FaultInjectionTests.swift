@@ -451,16 +451,34 @@ struct FaultInjectionTests {
         let (keyspace, entries) = try #require(model.keyspaces.first { !$0.value.isEmpty })
         let (key, value) = entries.first!
 
-        // A get reads the page header, then the payload: fail each read in turn.
-        for n in 1...2 {
-            fs.failOperation([.read], nth: n, errno: EIO)
-            let error = #expect(throws: LucidError.self) { _ = try engine.get(key, in: keyspace) }
-            #expect(error?.code == .io && error?.errno == EIO, "read \(n): \(String(describing: error))")
-            #expect(fs.injectedFaultCount >= 1)
+        // A get reads the page header and payload in one pread; a page larger than the read-ahead (a value
+        // bigger than the page size) takes a second one for the rest of its payload: fail each read in turn.
+        var large: [UInt8] = []
+        var random = EngineTest.SplitMix64(seed: 99)
+        for _ in 0..<(64 << 10) { large.append(UInt8(truncatingIfNeeded: random.next())) }
+        var put = WriteBatch()
+        put.put(large, forKey: Array("large-value".utf8), in: keyspace)
+        try engine.commitAndWait(put)
+        for (readKey, expected, reads) in [(key, value, 1), (Array("large-value".utf8), large, 2)] {
+            for n in 1...reads {
+                fs.failOperation([.read], nth: n, errno: EIO)
+                let error = #expect(throws: LucidError.self) { _ = try engine.get(readKey, in: keyspace) }
+                #expect(error?.code == .io && error?.errno == EIO, "read \(n) of \(reads): \(String(describing: error))")
+                #expect(fs.injectedFaultCount >= 1)
+                fs.clearFaults()
+                fs.resetOperationCounts()
+                #expect(try engine.get(readKey, in: keyspace) == expected, "the get after the failed read \(n)")
+            }
+            // With no fault the get took exactly `reads` preads.
+            fs.failOperation([.read], nth: reads + 1, errno: EIO)
+            #expect(try engine.get(readKey, in: keyspace) == expected)
+            #expect(fs.injectedFaultCount == 0, "a get of a \(expected.count)-byte value took more than \(reads) reads")
             fs.clearFaults()
             fs.resetOperationCounts()
-            #expect(try engine.get(key, in: keyspace) == value, "the get after the failed read \(n)")
         }
+        var remove = WriteBatch()
+        remove.delete(Array("large-value".utf8), in: keyspace)
+        try engine.commitAndWait(remove)   // back to the model's state
 
         // Every read failing: scans and verify report, never crash; writes are unaffected (they do not read).
         fs.failOperation([.read], nth: 1, errno: EIO, persistent: true)
