@@ -97,8 +97,8 @@ final class CoreManagerStore: BenchStore, Committer {
     static let keyspace = BookEntity.identifierTypeID
     static func settings(cached: Bool) -> String {
         "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
-            + " on LucidEngine (syncMode .none during the load then one sync(), \(engineCacheBytes >> 20) MiB page "
-            + "cache); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
+            + " on LucidEngine (syncMode .none during the load then one sync(), \(benchPageSize >> 10) KiB pages, "
+            + "\(engineCacheBytes >> 20) MiB page cache); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
             + "indexes genre and rating) written with "
             + "set([1000 entities]), read with get(byID:), queries through search(withQuery:)"
     }
@@ -119,6 +119,7 @@ final class CoreManagerStore: BenchStore, Committer {
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
+        options.pageSize = benchPageSize
         self.options = options
         engine = try Engine.open(at: path, options: options)
         manager = Self.makeManager(engine, cached: cached)

@@ -1,11 +1,16 @@
+import Foundation
 import LucidEngine
+
+/// The engine's page size: `EngineOptions.pageSize`'s default, or `LUCID_PAGE_SIZE` from the environment (bytes;
+/// children inherit it), to measure the read/size trade-off of smaller pages.
+let benchPageSize = ProcessInfo.processInfo.environment["LUCID_PAGE_SIZE"].flatMap(Int.init) ?? EngineOptions().pageSize
 
 /// LucidEngine through its public API, one keyspace "books". Records carry their genre and rating index terms
 /// (logged with the record, as the data layer will write them), so load and size figures already pay for them.
 final class LucidStore: BenchStore, Committer {
     static let keyspace = "books"
     static let settings = "LucidEngine: syncMode .none during the load then one sync() (suffix-only loss on crash), "
-        + "16 KiB pages, \(engineCacheBytes >> 20) MiB page cache, 64 MiB segments; each record carries 2 index "
+        + "\(benchPageSize >> 10) KiB pages, \(engineCacheBytes >> 20) MiB page cache, 64 MiB segments; each record carries 2 index "
         + "terms (genre, rating) in the log; gets via Engine.get, scan via snapshot().forEach"
     static let durableSettings = "LucidEngine: syncMode .always (fdatasync per commit group, group commit), "
         + "commitAndWait per record"
@@ -19,6 +24,7 @@ final class LucidStore: BenchStore, Committer {
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
+        options.pageSize = benchPageSize
         self.options = options
         engine = try Engine.open(at: path, options: options)
     }

@@ -16,6 +16,11 @@ enum Format {
     static let checkpointFileName = "CHECKPOINT"
     static let checkpointMagic: [UInt8] = Array("LUCIDCKP".utf8)
     static let checkpointTrailerLength = 12
+    /// Version of the checkpoint's layout, apart from ``formatVersion`` because a checkpoint is only an
+    /// accelerator: open ignores one of any other version and reads the log instead. 3: prefix-coded keys and
+    /// index entries, each index's byte length, value length and terms flag in one varint (version-2 checkpoints,
+    /// written with ``formatVersion`` 2, stored every key and entry in full).
+    static let checkpointVersion: UInt32 = 3
 
     // MARK: Manifest
     static let manifestMagic: [UInt8] = Array("LUCIDMAN".utf8)

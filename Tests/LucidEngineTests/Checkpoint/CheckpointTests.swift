@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import LucidEngineTestSupport
-@testable import LucidEngine
+@_spi(Fuzzing) @testable import LucidEngine
 
 /// A checkpoint only accelerates open: whatever happens to it, open gives the same state as a full scan.
 @Suite("Checkpoints")
@@ -132,6 +132,46 @@ struct CheckpointTests {
         try Self.openDamaged(directory, reference: reference, expectCheckpoint: false, "garbage") {
             try CorruptionHelpers.writeFile(path: $0, bytes: (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         }
+    }
+
+    @Test("a checkpoint of another version (its CRC valid) is ignored: open scans the log and writes a current one")
+    func otherVersionIgnored() throws {
+        let (directory, reference) = try Self.makeStore()
+        defer { try? CorruptionHelpers.removeDirectory(directory) }
+        for version in [UInt32(2), 4] {
+            try Self.openDamaged(directory, reference: reference, expectCheckpoint: false, "version \(version)") { path in
+                var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+                withUnsafeBytes(of: version.littleEndian) { bytes.replaceSubrange(8..<12, with: $0) }
+                try CorruptionHelpers.writeFile(path: path, bytes: FuzzingSupport.withValidCheckpointChecksum(bytes))
+            }
+        }
+    }
+
+    @Test("checkpoint entries are prefix-coded: an index of few terms costs little more than the keys' unshared bytes")
+    func prefixCoded() throws {
+        let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "ckpt-size")
+        defer { try? CorruptionHelpers.removeDirectory(directory) }
+        let engine = try Engine.open(at: directory, options: Self.options)
+        var random = EngineTest.SplitMix64(seed: 5)
+        let count = 20_000
+        var batch = WriteBatch()
+        for _ in 0..<count {
+            var key = [UInt8](repeating: 0, count: 16)
+            for i in 0..<16 { key[i] = UInt8(truncatingIfNeeded: random.next()) }
+            batch.put([1, 2, 3], forKey: key, in: "ks",
+                      indexTerms: [IndexTerm(index: "genre", value: .string(["scifi", "essay", "poetry"][Int(random.next() % 3)]))])
+        }
+        _ = try engine.commitAndWait(batch)
+        try engine.close()   // writes the checkpoint
+        let size = try CorruptionHelpers.fileSize(path: directory + "/CHECKPOINT")
+        // Stored in full (version 2), a record cost ~30 bytes and its index entry ~26 more. Prefix-coded: a key
+        // shares ~2 bytes with its neighbour; an index entry shares its term and ~2 bytes of its key.
+        #expect(size < count * 44, "\(size) bytes for \(count) records with one index")
+        let reopened = try Engine.open(at: directory, options: Self.options)
+        defer { try? reopened.close() }
+        #expect(reopened.recoveryReport.checkpointUsed)
+        #expect(try reopened.verify().ok)
+        #expect(reopened.snapshot().entries(matching: IndexQuery(keyspace: "ks", index: "genre", condition: .any)).count == count)
     }
 
     @Test("a stale checkpoint covers a prefix; the log after it is replayed")

@@ -1077,12 +1077,15 @@ enum CheckpointChecks {
                     case 1: term = Array(repeating: 6, count: FuzzingSupport.maxIndexTermLength + 1)
                     default: term = [6] + input.bytes(upTo: input.int(in: 0...6))
                     }
-                    let pk = key(&input)
+                    // Mostly a key of the keyspace (as in a real index), sometimes one it lacks.
+                    let pk = !ks.primary.isEmpty && input.int(in: 0...7) != 0 ? input.pick(ks.primary).key : key(&input)
                     var termLength = term.count
                     if input.int(in: 0...15) == 0 { termLength = term.count + pk.count + 1 }
                     if bulk > 0 {
                         for i in 0..<bulk {
-                            entries.append(.init(entry: term + Array(String(i, radix: 36).utf8) + pk, termLength: termLength))
+                            let bulkTerm = term + Array(String(i, radix: 36).utf8)
+                            entries.append(.init(entry: bulkTerm + pk,
+                                                 termLength: termLength == term.count ? bulkTerm.count : termLength))
                         }
                     } else {
                         entries.append(.init(entry: term + pk, termLength: termLength))
