@@ -42,7 +42,7 @@ struct CommitGroupPlan {
         self.batchOf = batchOf
         replaced = Array(repeating: [], count: operations.count)
 
-        var indexed = Set<String>()   // keyspaces in which the group writes terms
+        var indexed: [Bool] = []   // by keyspace: whether the group writes terms in it
         var last = -1
         for (i, op) in operations.enumerated() {
             if last < 0 || keyspaces[last].name != op.keyspace {
@@ -50,19 +50,22 @@ struct CommitGroupPlan {
                     last = known
                 } else {
                     keyspaces.append(Keyspace(name: op.keyspace, operations: [], keys: PackedKeys()))
+                    indexed.append(false)
                     last = keyspaces.count - 1
                 }
             }
             keyspaces[last].operations.append(i)
             op.key.withUnsafeBytes { keyspaces[last].keys.append($0) }
-            if !op.terms.isEmpty { indexed.insert(op.keyspace) }
+            if !op.terms.isEmpty { indexed[last] = true }
         }
         for k in keyspaces.indices {
-            let order = keyspaces[k].keys.sortedOrder()
-            keyspaces[k].keys = keyspaces[k].keys.reordered(order)
-            keyspaces[k].operations = order.map { keyspaces[k].operations[$0] }
+            if keyspaces[k].operations.count > 1 {   // one operation (a single-record commit) is sorted already
+                let order = keyspaces[k].keys.sortedOrder()
+                keyspaces[k].keys = keyspaces[k].keys.reordered(order)
+                keyspaces[k].operations = order.map { keyspaces[k].operations[$0] }
+            }
             let published = current[keyspaces[k].name]
-            guard published?.hasIndexEntries == true || indexed.contains(keyspaces[k].name) else {
+            guard published?.hasIndexEntries == true || indexed[k] else {
                 if !repeatsKeys { repeatsKeys = Self.hasRepeats(keyspaces[k].keys) }
                 continue
             }
