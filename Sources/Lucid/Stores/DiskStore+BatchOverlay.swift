@@ -32,14 +32,16 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// Writes `entity` (nil: deletes the record) under `key`.
     mutating func write(_ entity: E?, forKey key: [UInt8]) {
         if let i = position[key] {
-            if let local = writes[i].entity?.identifier.localValue.map(ByteString.init) { forget(local, key) }
+            if let local = writes[i].entity.flatMap({ Self.localKey($0.identifier) }) { forget(local, key) }
             writes[i].entity = entity
         } else {
             position[key] = writes.count
             writes.append((key, entity))
         }
-        if let local = entity?.identifier.localValue.map(ByteString.init) { localKeys[local, default: []].append(key) }
+        if let local = entity.flatMap({ Self.localKey($0.identifier) }) { localKeys[local, default: []].append(key) }
     }
+
+    private static func localKey(_ identifier: E.Identifier) -> ByteString? { identifier.localValue.map(ByteString.init) }
 
     private mutating func forget(_ local: ByteString, _ key: [UInt8]) {
         guard var keys = localKeys[local], let i = keys.firstIndex(of: key) else { return }
@@ -53,7 +55,7 @@ struct DiskBatchOverlay<E: LocalEntity> {
         return snapshot.contains(key, in: store.keyspace)
     }
 
-    /// The record `identifier` matches now, by the rule of ``DiskStore/locateKey(_:storageKey:in:skipping:)``:
+    /// The record `identifier` matches now, by the rule of ``DiskStore/locateKey(_:storageKey:in:)``:
     /// the one under its storage key `storageKey`, else (for an id with a local value) one carrying that local
     /// value, unless it has another remote id. The batch's own records come first; the snapshot's only under
     /// keys the batch has not touched.
@@ -63,15 +65,12 @@ struct DiskBatchOverlay<E: LocalEntity> {
         } else if let entity = try store.fetch(storageKey, in: snapshot) {
             return (storageKey, entity)
         }
-        guard let local = identifier.localValue.map(ByteString.init) else { return nil }
-        let isRemote = storageKey.first == 0x72
-        if let keys = localKeys[local] {
-            for key in keys where key != storageKey && !(isRemote && key.first == 0x72) {
-                if let i = position[key], let entity = writes[i].entity { return (key, entity) }
-            }
+        guard let local = Self.localKey(identifier) else { return nil }
+        for key in localKeys[local] ?? [] where DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
+            if let i = position[key], let entity = writes[i].entity { return (key, entity) }
         }
-        guard let key = store.locateKey(identifier, storageKey: storageKey, in: snapshot,
-                                        skipping: { position[$0] != nil }) else { return nil }
+        guard let key = store.localRecordKey(identifier, storageKey: storageKey, in: snapshot,
+                                             skipping: { position[$0] != nil }) else { return nil }
         return try store.fetch(key, in: snapshot).map { (key, $0) }
     }
 }

@@ -76,16 +76,28 @@ public final class DiskStore<E: LocalEntity>: Store {
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
     /// a local value) the record the `__lid` index names, unless that record has another remote id.
-    /// Keys for which `skipping` returns true are passed over (a batch's writes skip the keys it already wrote).
-    func locateKey(_ identifier: E.Identifier, storageKey: [UInt8]? = nil, in snapshot: Snapshot,
-                   skipping: ([UInt8]) -> Bool = { _ in false }) -> [UInt8]? {
+    func locateKey(_ identifier: E.Identifier, storageKey: [UInt8]? = nil, in snapshot: Snapshot) -> [UInt8]? {
         let key = storageKey ?? identifier.storageKey
-        if !skipping(key), snapshot.contains(key, in: keyspace) { return key }
+        if snapshot.contains(key, in: keyspace) { return key }
+        return localRecordKey(identifier, storageKey: key, in: snapshot)
+    }
+
+    /// The key of a record other than the one under `storageKey` (that of `identifier`) that `identifier`
+    /// matches by its local value: a record the `__lid` index names, unless it has another remote id. Keys for
+    /// which `skipping` is true are passed over (a batch skips the keys it has already written).
+    func localRecordKey(_ identifier: E.Identifier, storageKey: [UInt8], in snapshot: Snapshot,
+                        skipping: ([UInt8]) -> Bool = { _ in false }) -> [UInt8]? {
         guard let local = identifier.localValue else { return nil }
         // Every record carrying the local value (normally one), so that none the predicates pass over hides another.
         let query = IndexQuery(keyspace: keyspace, index: Self.localIndex, condition: .equals(.string(local)))
-        let isRemote = key.first == 0x72
-        return snapshot.keys(matching: query).first { !(isRemote && $0.first == 0x72 && $0 != key) && !skipping($0) }
+        return snapshot.keys(matching: query).first { Self.mayMatchByLocal($0, storageKey: storageKey) && !skipping($0) }
+    }
+
+    /// Whether the record under `key`, which carries an identifier's local value, may be that identifier's record
+    /// when the identifier's own storage key is `storageKey`: not when both are remote keys that differ (two
+    /// remote ids), nor the storage key itself (looked up directly).
+    static func mayMatchByLocal(_ key: [UInt8], storageKey: [UInt8]) -> Bool {
+        key != storageKey && !(storageKey.first == 0x72 && key.first == 0x72)
     }
 
     /// Every record equal to `identifier` under the identifier rule (see ``DualHashDictionary/values(matching:)``):

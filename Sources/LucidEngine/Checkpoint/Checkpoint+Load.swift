@@ -73,21 +73,17 @@ enum CheckpointLoader {
             guard let indexCount = r.u32(), Int(indexCount) <= r.remaining else {
                 return .failure(Rejection("malformed index count"))
             }
-            var sections: [IndexSection] = []
-            var sectionNames = Set<String>()
             for _ in 0..<indexCount {
+                // An index entry takes at least 3 bytes.
                 guard let indexNameLength = r.length(max: Format.maxIndexNameLength), indexNameLength >= 1,
                       let indexNameBytes = r.slice(indexNameLength),
-                      let indexName = String(validating: indexNameBytes, as: UTF8.self),
-                      sectionNames.insert(indexName).inserted,
-                      let entries = r.u64(), let byteLength = r.u64(), byteLength <= UInt64(r.remaining),
-                      entries <= byteLength / 3, let bytes = r.slice(Int(byteLength))
+                      let indexName = String(validating: indexNameBytes, as: UTF8.self), state.indexes[indexName] == nil,
+                      let entries = r.u64(), entries <= UInt64(r.remaining / 3)
                 else { return .failure(Rejection("malformed index")) }
-                sections.append(IndexSection(name: indexName, count: Int(entries), bytes: bytes))
-            }
-            switch decodeIndexes(sections) {
-            case .success(let trees): state.indexes = trees
-            case .failure(let rejection): return .failure(rejection)
+                switch decodeIndex(&r, count: Int(entries)) {
+                case .success(let tree): state.indexes[indexName] = tree
+                case .failure(let rejection): return .failure(rejection)
+                }
             }
             keyspaces[name] = state
         }
@@ -97,17 +93,15 @@ enum CheckpointLoader {
         return .success(Loaded(header: header, keyspaces: keyspaces))
     }
 
-    /// A keyspace's primary entries: each key as the length it shares with the previous one and the rest, then
-    /// its location.
+    /// A keyspace's primary entries: each prefix-coded key, then its location.
     private static func decodePrimary(_ r: inout ByteReader, count: Int, lastSequence: UInt64,
                                       segmentIds: Set<UInt32>) -> Result<BTree<RecordLocation>, Rejection> {
         var builder = BTree<RecordLocation>.Builder()
-        var key: [UInt8] = []
+        var keys = PrefixDecoder(maxLength: Format.maxKeyLength)
         // Consecutive entries mostly share a segment: look the id up only when it changes.
         var knownSegment: UInt64 = .max
         for _ in 0..<count {
-            guard let shared = r.length(max: key.count), let suffixLength = r.length(max: Format.maxKeyLength - shared),
-                  let suffix = r.slice(suffixLength),
+            guard let key = keys.next(&r),
                   let segment = r.varint(), segment <= UInt64(UInt32.max),
                   segment == knownSegment || segmentIds.contains(UInt32(segment)),
                   let pageOffset = r.varint(), pageOffset <= UInt64(UInt32.max),
@@ -116,8 +110,6 @@ enum CheckpointLoader {
                   let sequence = r.varint(), sequence <= lastSequence
             else { return .failure(Rejection("malformed primary entry")) }
             knownSegment = segment
-            key.removeLast(key.count - shared)
-            key.append(contentsOf: suffix.assumingMemoryBound(to: UInt8.self))
             let location = RecordLocation(segment: UInt32(segment), pageOffset: UInt32(pageOffset),
                                           valueOffset: UInt32(valueOffset), valueLength: UInt32(lengthAndFlag >> 1),
                                           hasTerms: lengthAndFlag & 1 == 1, sequence: sequence)
@@ -126,50 +118,15 @@ enum CheckpointLoader {
         return .success(builder.build())
     }
 
-    /// One index of a keyspace: its name, entry count and the bytes of its entries (a view into the checkpoint).
-    struct IndexSection {
-        var name: String
-        var count: Int
-        var bytes: UnsafeRawBufferPointer
-    }
-
-    /// Every index section of a keyspace (each its own byte range, which its entries must fill exactly; an entry
-    /// takes at least 3 bytes). Rejected when any section is. The sections are independent, so a loader may decode
-    /// them in parallel; this one does not (measured at 1M records with two indexes on 2 cores: no gain).
-    private static func decodeIndexes(_ sections: [IndexSection]) -> Result<[String: BTree<UInt16>], Rejection> {
-        var trees: [String: BTree<UInt16>] = [:]
-        for section in sections {
-            var reader = ByteReader(section.bytes)
-            switch decodeIndex(&reader, count: section.count) {
-            case .success(let tree):
-                guard reader.isAtEnd else { return .failure(Rejection("index section longer than its entries")) }
-                trees[section.name] = tree
-            case .failure(let rejection):
-                return .failure(rejection)
-            }
-        }
-        return .success(trees)
-    }
-
-    /// An index's entries: each as the length it shares with the previous entry and the rest, then its term
-    /// length.
+    /// An index's entries (term ‖ primary key): each prefix-coded entry, then its term length.
     private static func decodeIndex(_ r: inout ByteReader, count: Int) -> Result<BTree<UInt16>, Rejection> {
         var builder = BTree<UInt16>.Builder()
-        // The entry being decoded, sized for the longest term and key, so that it never reallocates.
-        let maxLength = Format.maxIndexTermLength + Format.maxKeyLength
-        let entry = UnsafeMutableRawBufferPointer.allocate(byteCount: maxLength, alignment: 1)
-        defer { entry.deallocate() }
-        var length = 0
+        var entries = PrefixDecoder(maxLength: Format.maxIndexTermLength + Format.maxKeyLength)
         for _ in 0..<count {
-            guard let shared = r.length(max: length), let suffixLength = r.length(max: maxLength - shared),
-                  let suffix = r.slice(suffixLength),
-                  let termLength = r.length(max: min(shared + suffixLength, Format.maxIndexTermLength))
+            guard let entry = entries.next(&r),
+                  let termLength = r.length(max: min(entry.count, Format.maxIndexTermLength))
             else { return .failure(Rejection("malformed index entry")) }
-            if suffixLength > 0 {
-                UnsafeMutableRawBufferPointer(rebasing: entry[shared..<(shared + suffixLength)]).copyMemory(from: suffix)
-            }
-            length = shared + suffixLength
-            guard builder.append(UnsafeRawBufferPointer(rebasing: entry[0..<length]), UInt16(termLength)) else {
+            guard builder.append(entry, UInt16(termLength)) else {
                 return .failure(Rejection("index entries out of order"))
             }
         }

@@ -49,22 +49,14 @@ struct CheckpointWriter {
             for (name, keyspace) in keyspaces.sorted(by: { $0.key < $1.key }) {
                 w.lengthPrefixed(Array(name.utf8))
                 w.u64(UInt64(keyspace.primary.count))
-                var isFirst = true
-                var previousKey: [UInt8] = []
+                var keys = PrefixEncoder()
                 try keyspace.primary.forEach(from: nil, to: nil, reverse: false) { key, location in
-                    // Key: the length it shares with the previous key, then the rest.
-                    let shared = isFirst ? 0 : previousKey.withUnsafeBytes { CheckpointWriter.sharedPrefix($0, key) }
-                    w.varint(shared)
-                    w.varint(key.count - shared)
-                    w.raw(UnsafeRawBufferPointer(rebasing: key[shared...]))
+                    keys.append(key, to: &w)
                     w.varint(UInt64(location.segment))
                     w.varint(UInt64(location.pageOffset))
                     w.varint(UInt64(location.valueOffset))
                     w.varint(UInt64(location.valueLength) << 1 | (location.hasTerms ? 1 : 0))
                     w.varint(location.sequence)
-                    previousKey.removeAll(keepingCapacity: true)
-                    previousKey.append(contentsOf: key.assumingMemoryBound(to: UInt8.self))
-                    isFirst = false
                     if w.count >= 1 << 20 { try sink.flush(&w) }
                     return true
                 }
@@ -73,12 +65,13 @@ struct CheckpointWriter {
                 for (indexName, tree) in indexes {
                     w.lengthPrefixed(Array(indexName.utf8))
                     w.u64(UInt64(tree.count))
-                    // The entries' byte length, so that open can decode the indexes in parallel: written after them.
-                    var entries = ByteWriter(capacity: 1 << 20)
-                    Self.writeEntries(of: tree, into: &entries)
-                    w.u64(UInt64(entries.count))
-                    try sink.flush(&w)
-                    try sink.flush(&entries)
+                    var entries = PrefixEncoder()
+                    try tree.forEach(from: nil, to: nil, reverse: false) { entry, termLength in
+                        entries.append(entry, to: &w)
+                        w.varint(UInt64(termLength))
+                        if w.count >= 1 << 20 { try sink.flush(&w) }
+                        return true
+                    }
                 }
             }
             try sink.flush(&w)
@@ -98,31 +91,6 @@ struct CheckpointWriter {
         try fileSystem.rename(from: temporaryPath, to: path)
         try fileSystem.syncDirectory(at: directory)
         return sink.written
-    }
-
-    /// An index's entries (term ‖ primary key, in entry order): each as the length it shares with the previous
-    /// entry and the rest, then its term length. Consecutive entries of one term share the term and a little of
-    /// the key, so an entry costs about its key's unshared bytes.
-    private static func writeEntries(of tree: BTree<UInt16>, into w: inout ByteWriter) {
-        var previous: [UInt8] = []
-        tree.forEach(from: nil, to: nil, reverse: false) { entry, termLength in
-            let shared = previous.withUnsafeBytes { sharedPrefix($0, entry) }
-            w.varint(shared)
-            w.varint(entry.count - shared)
-            w.raw(UnsafeRawBufferPointer(rebasing: entry[shared...]))
-            w.varint(UInt64(termLength))
-            previous.removeAll(keepingCapacity: true)
-            previous.append(contentsOf: entry.assumingMemoryBound(to: UInt8.self))
-            return true
-        }
-    }
-
-    /// Length of the common prefix of two byte strings.
-    static func sharedPrefix(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-        let n = min(a.count, b.count)
-        var i = 0
-        while i < n && a[i] == b[i] { i += 1 }
-        return i
     }
 
     /// Appends buffered bytes to the file, folding them into the running CRC.

@@ -27,7 +27,7 @@ struct CompactionOutput {
     private(set) var rawPayloadBytes: UInt64 = 0
     private(set) var storedPayloadBytes: UInt64 = 0
 
-    init(directory: String, fileSystem: any FileSystem, pageSize: Int, compressionLevel: Int = 0,
+    init(directory: String, fileSystem: any FileSystem, pageSize: Int, compressionLevel: Int,
          segmentSize: UInt64, firstLSN: UInt64, allocateId: @escaping () -> UInt64) {
         self.directory = directory
         self.fileSystem = fileSystem

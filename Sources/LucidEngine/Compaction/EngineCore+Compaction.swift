@@ -31,7 +31,8 @@ extension EngineCore {
             plan.addTombstones(try deletionsToKeep(inputs, state: snapshot))
         }
         var output = CompactionOutput(directory: path, fileSystem: fileSystem, pageSize: self.options.pageSize,
-                                      compressionLevel: self.options.compactionCompressionLevel, segmentSize: self.options.segmentSize, firstLSN: inputs[0].firstLSN,
+                                      compressionLevel: self.options.compactionCompressionLevel,
+                                      segmentSize: self.options.segmentSize, firstLSN: inputs[0].firstLSN,
                                       allocateId: { [self] in allocateSegmentId() })
         let committed = AtomicFlag()
         do {

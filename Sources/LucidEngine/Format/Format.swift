@@ -18,7 +18,7 @@ enum Format {
     static let checkpointTrailerLength = 12
     /// Version of the checkpoint's layout, apart from ``formatVersion`` because a checkpoint is only an
     /// accelerator: open ignores one of any other version and reads the log instead. 3: prefix-coded keys and
-    /// index entries, each index's byte length, value length and terms flag in one varint (version-2 checkpoints,
+    /// index entries (`PrefixEncoder`), value length and terms flag in one varint (version-2 checkpoints,
     /// written with ``formatVersion`` 2, stored every key and entry in full).
     static let checkpointVersion: UInt32 = 3
 

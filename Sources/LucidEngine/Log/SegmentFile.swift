@@ -42,21 +42,15 @@ final class SegmentFile: Sendable {
         case .success(let h): header = h
         case .failure(let why): throw LucidError.corruption("invalid page header: \(why)", file: path, offset: offset)
         }
-        let storedLength = Int(header.storedLength)
-        let raw: [UInt8]
-        if first.count >= headerLength + storedLength {
-            raw = try first.withUnsafeBytes { b in
+        let payloadEnd = headerLength + Int(header.storedLength)
+        // The rest of a payload longer than the read-ahead: read whole, in a second pread.
+        let inFirst = first.count >= payloadEnd
+        let rest = inFirst ? [] : try handle.read(at: offset + UInt64(headerLength), count: Int(header.storedLength))
+        let raw = try first.withUnsafeBytes { b in
+            try rest.withUnsafeBytes { r in
                 try PageCodec.verifyAndDecode(header: header, headerBytes: UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
-                                              stored: UnsafeRawBufferPointer(rebasing: b[headerLength..<(headerLength + storedLength)]),
+                                              stored: inFirst ? UnsafeRawBufferPointer(rebasing: b[headerLength..<payloadEnd]) : r,
                                               file: path, offset: offset)
-            }
-        } else {
-            let stored = try handle.read(at: offset + UInt64(headerLength), count: storedLength)
-            raw = try first.withUnsafeBytes { b in
-                try stored.withUnsafeBytes {
-                    try PageCodec.verifyAndDecode(header: header, headerBytes: UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
-                                                  stored: $0, file: path, offset: offset)
-                }
             }
         }
         return (header, PageBuffer(raw))

@@ -167,36 +167,27 @@ let benchmarks: @Sendable () -> Void = {
         holder.dispose()
     }
 
-    Benchmark("manager-search-genre-limit20") { benchmark in
-        let manager = holder.manager
-        for _ in benchmark.scaledIterations {
-            holder.round += 1
-            let query = Query<Book>.filter(.genre == .string(Book.genres[holder.round % Book.genres.count]))
-                .with(limit: 20)
-            let result = try await manager.search(withQuery: query).once
-            precondition(result.count == 20)
-            blackHole(result)
+    // Index queries returning 20 books, a new value each round.
+    func searches(_ name: String, _ query: @escaping @Sendable (Int) -> Query<Book>) {
+        Benchmark(name) { benchmark in
+            let manager = holder.manager
+            for _ in benchmark.scaledIterations {
+                holder.round += 1
+                let result = try await manager.search(withQuery: query(holder.round)).once
+                precondition(result.count == 20)
+                blackHole(result)
+            }
+        } setup: {
+            try await holder.open()
+        } teardown: {
+            holder.dispose()
         }
-    } setup: {
-        try await holder.open()
-    } teardown: {
-        holder.dispose()
     }
-
-    Benchmark("manager-search-rating-range-limit20") { benchmark in
-        let manager = holder.manager
-        for _ in benchmark.scaledIterations {
-            holder.round += 1
-            let query = Query<Book>.filter(.rating >= .int(holder.round * 97 % 900)).order([.asc(by: .rating)])
-                .with(limit: 20)
-            let result = try await manager.search(withQuery: query).once
-            precondition(result.count == 20)
-            blackHole(result)
-        }
-    } setup: {
-        try await holder.open()
-    } teardown: {
-        holder.dispose()
+    searches("manager-search-genre-limit20") { round in
+        .filter(.genre == .string(Book.genres[round % Book.genres.count])).with(limit: 20)
+    }
+    searches("manager-search-rating-range-limit20") { round in
+        .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
     }
 
     // One write and its delivery: set() of a book inside an observed query's result (a new stock value each time,

@@ -96,35 +96,24 @@ let benchmarks: @Sendable () -> Void = {
     let holder = Holder()
 
     // B-tree insert: a batch of 1000 new keys (appended after the preloaded ones), and a single put.
-    Benchmark("commit-batch-1000", configuration: micro(mallocSlack: 100)) { benchmark in
-        var next = holder.next
-        for _ in benchmark.scaledIterations {
-            var batch = WriteBatch()
-            for i in next..<(next + 1000) { batch.put(value(i), forKey: key(i), in: keyspace) }
-            next += 1000
-            try holder.engine.commitAndWait(batch)
+    func commits(_ name: String, perCommit: Int, configuration: Benchmark.Configuration) {
+        Benchmark(name, configuration: configuration) { benchmark in
+            var next = holder.next
+            for _ in benchmark.scaledIterations {
+                var batch = WriteBatch()
+                for i in next..<(next + perCommit) { batch.put(value(i), forKey: key(i), in: keyspace) }
+                next += perCommit
+                try holder.engine.commitAndWait(batch)
+            }
+            holder.next = next
+        } setup: {
+            try holder.open()
+        } teardown: {
+            holder.dispose()
         }
-        holder.next = next
-    } setup: {
-        try holder.open()
-    } teardown: {
-        holder.dispose()
     }
-
-    Benchmark("put-single", configuration: micro(.kilo)) { benchmark in
-        var next = holder.next
-        for _ in benchmark.scaledIterations {
-            var batch = WriteBatch()
-            batch.put(value(next), forKey: key(next), in: keyspace)
-            next += 1
-            try holder.engine.commitAndWait(batch)
-        }
-        holder.next = next
-    } setup: {
-        try holder.open()
-    } teardown: {
-        holder.dispose()
-    }
+    commits("commit-batch-1000", perCommit: 1000, configuration: micro(mallocSlack: 100))
+    commits("put-single", perCommit: 1, configuration: micro(.kilo))
 
     // B-tree lookup: a present key drawn from a fixed-seed generator, pages warm in the cache.
     Benchmark("get-random-warm", configuration: micro(.kilo)) { benchmark in
