@@ -34,13 +34,14 @@ final class PageCache: Sendable {
     private let hitCount = Atomic<UInt64>(0)
     private let missCount = Atomic<UInt64>(0)
 
-    /// Payload bytes a miss reads along with the page header, in one `pread` (the writer's page size).
-    let readAhead: Int
+    /// Payload bytes a miss reads along with the page header, in one `pread`: learnt from the pages read, at
+    /// most the writer's page size (see ``ReadAheadEstimator``).
+    let readAhead: ReadAheadEstimator
 
-    /// A cache holding at most about `capacityBytes` of page payloads (0 disables it). A miss reads `readAhead`
-    /// payload bytes with the header (see ``SegmentFile/readPage(at:fileEnd:expectedStoredLength:)``).
+    /// A cache holding at most about `capacityBytes` of page payloads (0 disables it). A miss reads up to
+    /// `readAhead` payload bytes with the header (see ``SegmentFile/readPage(at:fileEnd:expectedStoredLength:)``).
     init(capacityBytes: Int, readAhead: Int = Format.defaultPageSize) {
-        self.readAhead = readAhead
+        self.readAhead = ReadAheadEstimator(maximum: readAhead)
         shardCapacity = capacityBytes / Self.shardCount
         shards = (0..<Self.shardCount).map { _ in LockedShard() }
     }

@@ -182,7 +182,9 @@ enum PageFetch {
         }
         let offset = UInt64(location.pageOffset)
         let bound = offset + UInt64(Format.pageHeaderLength + LZ4.bound(Format.maxRawPageLength))
-        let page = try file.readPage(at: offset, fileEnd: bound, expectedStoredLength: cache.readAhead).1
+        let (header, page) = try file.readPage(at: offset, fileEnd: bound,
+                                               expectedStoredLength: cache.readAhead.readLength)
+        cache.readAhead.record(storedLength: Int(header.storedLength))
         cache.insert(page, for: key)
         return page
     }
