@@ -74,11 +74,12 @@ enum CheckpointLoader {
                 return .failure(Rejection("malformed index count"))
             }
             for _ in 0..<indexCount {
-                // An index entry takes at least 3 bytes.
+                // An index entry takes at least 2 bytes: its head, and a byte of its own (entries are strictly
+                // increasing) or, for an empty first entry, its term length.
                 guard let indexNameLength = r.length(max: Format.maxIndexNameLength), indexNameLength >= 1,
                       let indexNameBytes = r.slice(indexNameLength),
                       let indexName = String(validating: indexNameBytes, as: UTF8.self), state.indexes[indexName] == nil,
-                      let entries = r.u64(), entries <= UInt64(r.remaining / 3)
+                      let entries = r.u64(), entries <= UInt64(r.remaining / 2)
                 else { return .failure(Rejection("malformed index")) }
                 switch decodeIndex(&r, count: Int(entries)) {
                 case .success(let tree): state.indexes[indexName] = tree
@@ -101,8 +102,8 @@ enum CheckpointLoader {
         // Consecutive entries mostly share a segment: look the id up only when it changes.
         var knownSegment: UInt64 = .max
         for _ in 0..<count {
-            guard let key = keys.next(&r),
-                  let segment = r.varint(), segment <= UInt64(UInt32.max),
+            guard let (key, sameSegment) = keys.next(&r), !sameSegment || knownSegment != .max,
+                  let segment = sameSegment ? knownSegment : r.varint(), segment <= UInt64(UInt32.max),
                   segment == knownSegment || segmentIds.contains(UInt32(segment)),
                   let pageOffset = r.varint(), pageOffset <= UInt64(UInt32.max),
                   let valueOffset = r.varint(), valueOffset <= UInt64(Format.maxRawPageLength),
@@ -122,10 +123,13 @@ enum CheckpointLoader {
     private static func decodeIndex(_ r: inout ByteReader, count: Int) -> Result<BTree<UInt16>, Rejection> {
         var builder = BTree<UInt16>.Builder()
         var entries = PrefixDecoder(maxLength: Format.maxIndexTermLength + Format.maxKeyLength)
+        var knownTermLength: Int?
         for _ in 0..<count {
-            guard let entry = entries.next(&r),
-                  let termLength = r.length(max: min(entry.count, Format.maxIndexTermLength))
+            guard let (entry, sameTermLength) = entries.next(&r),
+                  let termLength = sameTermLength ? knownTermLength : r.length(max: Format.maxIndexTermLength),
+                  termLength <= entry.count
             else { return .failure(Rejection("malformed index entry")) }
+            knownTermLength = termLength
             guard builder.append(entry, UInt16(termLength)) else {
                 return .failure(Rejection("index entries out of order"))
             }

@@ -50,9 +50,12 @@ struct CheckpointWriter {
                 w.lengthPrefixed(Array(name.utf8))
                 w.u64(UInt64(keyspace.primary.count))
                 var keys = PrefixEncoder()
+                var previousSegment: UInt32?
                 try keyspace.primary.forEach(from: nil, to: nil, reverse: false) { key, location in
-                    keys.append(key, to: &w)
-                    w.varint(UInt64(location.segment))
+                    let sameSegment = location.segment == previousSegment
+                    keys.append(key, flag: sameSegment, to: &w)
+                    if !sameSegment { w.varint(UInt64(location.segment)) }
+                    previousSegment = location.segment
                     w.varint(UInt64(location.pageOffset))
                     w.varint(UInt64(location.valueOffset))
                     w.varint(UInt64(location.valueLength) << 1 | (location.hasTerms ? 1 : 0))
@@ -66,9 +69,12 @@ struct CheckpointWriter {
                     w.lengthPrefixed(Array(indexName.utf8))
                     w.u64(UInt64(tree.count))
                     var entries = PrefixEncoder()
+                    var previousTermLength: UInt16?
                     try tree.forEach(from: nil, to: nil, reverse: false) { entry, termLength in
-                        entries.append(entry, to: &w)
-                        w.varint(UInt64(termLength))
+                        let sameTermLength = termLength == previousTermLength
+                        entries.append(entry, flag: sameTermLength, to: &w)
+                        if !sameTermLength { w.varint(UInt64(termLength)) }
+                        previousTermLength = termLength
                         if w.count >= 1 << 20 { try sink.flush(&w) }
                         return true
                     }

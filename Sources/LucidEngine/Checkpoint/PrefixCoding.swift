@@ -1,14 +1,18 @@
 /// The prefix coding of a checkpoint's sorted byte strings (primary keys, index entries; docs/FORMAT.md,
-/// "Checkpoint"): each string as the length it shares with the previous one (varint), the length of the rest
-/// (varint) and the rest. One encoder and one decoder serve both kinds of strings.
+/// "Checkpoint"): each string as one head varint, `shared << 2 | sameLength << 1 | flag`, where `shared` is the
+/// length it shares with the previous string, `sameLength` says it is as long as the previous one (the length of
+/// the rest then follows only when it is 0, as a varint), and `flag` is one bit the caller gives the string's
+/// own fields (the primary entries: same segment as the previous entry; the index entries: same term length);
+/// then the rest of the string. One encoder and one decoder serve both kinds of strings.
 struct PrefixEncoder {
     private var previous: [UInt8] = []
 
-    /// Appends `bytes`, coded against the previous string, to `w`.
-    mutating func append(_ bytes: UnsafeRawBufferPointer, to w: inout ByteWriter) {
+    /// Appends `bytes`, coded against the previous string, with the caller's `flag` bit, to `w`.
+    mutating func append(_ bytes: UnsafeRawBufferPointer, flag: Bool, to w: inout ByteWriter) {
         let shared = previous.withUnsafeBytes { Self.sharedPrefix($0, bytes) }
-        w.varint(shared)
-        w.varint(bytes.count - shared)
+        let sameLength = bytes.count == previous.count
+        w.varint(UInt64(shared) << 2 | (sameLength ? 2 : 0) | (flag ? 1 : 0))
+        if !sameLength { w.varint(bytes.count - shared) }
         w.raw(UnsafeRawBufferPointer(rebasing: bytes[shared...]))
         previous.removeAll(keepingCapacity: true)
         previous.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
@@ -36,15 +40,23 @@ struct PrefixDecoder: ~Copyable {
 
     deinit { buffer.deallocate() }
 
-    /// Decodes the next string from `r`, or nil when the lengths are malformed, share more than the previous
-    /// string has or run past the capacity. The result is valid until the next call.
-    mutating func next(_ r: inout ByteReader) -> UnsafeRawBufferPointer? {
-        guard let shared = r.length(max: length), let suffixLength = r.length(max: buffer.count - shared),
-              let suffix = r.slice(suffixLength) else { return nil }
+    /// Decodes the next string and its caller's flag bit from `r`, or nil when the lengths are malformed, share
+    /// more than the previous string has or run past the capacity. The string is valid until the next call.
+    mutating func next(_ r: inout ByteReader) -> (bytes: UnsafeRawBufferPointer, flag: Bool)? {
+        guard let head = r.varint(), head >> 2 <= UInt64(length) else { return nil }
+        let shared = Int(head >> 2)
+        let suffixLength: Int
+        if head & 2 != 0 {
+            suffixLength = length - shared
+        } else {
+            guard let n = r.length(max: buffer.count - shared) else { return nil }
+            suffixLength = n
+        }
+        guard let suffix = r.slice(suffixLength) else { return nil }
         if suffixLength > 0 {
             UnsafeMutableRawBufferPointer(rebasing: buffer[shared..<(shared + suffixLength)]).copyMemory(from: suffix)
         }
         length = shared + suffixLength
-        return UnsafeRawBufferPointer(rebasing: buffer[0..<length])
+        return (UnsafeRawBufferPointer(rebasing: buffer[0..<length]), head & 1 != 0)
     }
 }

@@ -17,10 +17,12 @@ enum Format {
     static let checkpointMagic: [UInt8] = Array("LUCIDCKP".utf8)
     static let checkpointTrailerLength = 12
     /// Version of the checkpoint's layout, apart from ``formatVersion`` because a checkpoint is only an
-    /// accelerator: open ignores one of any other version and reads the log instead. 3: prefix-coded keys and
-    /// index entries (`PrefixEncoder`), value length and terms flag in one varint (version-2 checkpoints,
-    /// written with ``formatVersion`` 2, stored every key and entry in full).
-    static let checkpointVersion: UInt32 = 3
+    /// accelerator: open ignores one of any other version and reads the log instead. 4: a string's length, the
+    /// segment and the term length only when they differ from the previous entry's (flags in the prefix-coding
+    /// head, `PrefixEncoder`); 3 stored each of them for every entry; 3 and 4 prefix-code keys and index entries
+    /// and keep the value length and terms flag in one varint (version-2 checkpoints, written with
+    /// ``formatVersion`` 2, stored every key and entry in full).
+    static let checkpointVersion: UInt32 = 4
 
     // MARK: Manifest
     static let manifestMagic: [UInt8] = Array("LUCIDMAN".utf8)
@@ -66,7 +68,7 @@ enum Format {
     static let maxIndexTermLength = 1024
 
     // MARK: Writer policy (not format, but documented with it)
-    static let defaultPageSize = 16 << 10
+    static let defaultPageSize = 4 << 10
     static let compressionMinimumSavingDivisor = 8   // keep LZ4 output only when it saves >= 1/8
     static let defaultSegmentSize: UInt64 = 64 << 20
     static let maxSegmentSize: UInt64 = 1 << 30      // locations store page offsets as UInt32
