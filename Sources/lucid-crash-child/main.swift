@@ -98,7 +98,7 @@ for _ in 0..<1_000_000 {
             let length = roll < 60 ? rng.below(512)
                 : roll < 90 ? 512 + rng.below(3584)
                 : roll < 97 ? 4096 + rng.below(8192)
-                : 16 * 1024 + 1 + rng.below(24 * 1024)   // larger than a 16 KiB page
+                : 16 * 1024 + 1 + rng.below(24 * 1024)   // larger than a page (4 KiB by default, 16 KiB often)
             let valueSeed = rng.next()
             let value = crashChildValue(length: length, seed: valueSeed)
             batch.put(value, forKey: key, in: keyspace, indexTerms: compacting ? crashChildTerms(for: value) : [])

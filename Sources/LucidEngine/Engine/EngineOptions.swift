@@ -29,14 +29,15 @@ public struct EngineOptions: Sendable {
 
     /// Durability of commits. Default ``SyncMode/always``.
     public var syncMode: SyncMode = .always
-    /// Target size of a raw (uncompressed) page, 4 KiB ... 1 MiB. Default 16 KiB.
+    /// Target size of a raw (uncompressed) page, 4 KiB ... 1 MiB. Default 4 KiB.
     ///
     /// A read that misses the page cache reads, checks and decompresses a whole page, so smaller pages make
     /// reads of data larger than the cache cheaper, and LZ4 compresses them less well. Measured at 1M records of
     /// ~216 bytes with a 64 MiB cache (README, "Benchmarks"): 4 KiB pages gave 1.7× the random gets, 2× the
-    /// ordered scan and 2–3.5× the index queries of 16 KiB pages, and a store 14–19% larger (after load and
-    /// after compaction). When the data fits the cache, the page size barely matters. Changing it between opens
-    /// is allowed: it only affects pages written from then on.
+    /// ordered scan and 2–3.5× the index queries of 16 KiB pages, and a store 15–20% larger (after load and
+    /// after compaction). When the data fits the cache, the page size barely matters. A store that is mostly
+    /// written and seldom read (a log, an archive) is smaller with 16 KiB pages. Changing it between opens is
+    /// allowed: it only affects pages written from then on.
     public var pageSize: Int = Format.defaultPageSize
     /// Bytes of decompressed pages kept in memory for reads. Default 64 MiB; 0 disables the cache.
     public var pageCacheBytes: Int = 64 << 20
@@ -64,7 +65,7 @@ public struct EngineOptions: Sendable {
     /// Where recovery and failure messages go.
     public var logger: Logger = Logger(label: "lucid.engine")
 
-    /// The defaults: durable commits, 16 KiB pages, 64 MiB cache and segments, point-in-time recovery.
+    /// The defaults: durable commits, 4 KiB pages, 64 MiB cache and segments, point-in-time recovery.
     public init() {}
 
     func validate() throws {
