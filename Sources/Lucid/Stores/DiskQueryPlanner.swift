@@ -113,6 +113,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
     private func walkIndex(_ name: E.IndexName, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool) {
         var seen = Set<[UInt8]>()
+        // With one term per record, the walk meets each record once: no set of the keys met is needed.
+        let distinct = isSingleTerm(name)
         var picked: [[UInt8]] = []
         var boundary: IndexValue?
         // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
@@ -123,7 +125,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
         snapshot.forEachIndexEntry(keyspace: keyspace, index: name.rawValue, condition: condition,
                                    reverse: descending) { value, key in
             if let boundary, value != boundary { return false }
-            guard keys?.contains(key) ?? true, seen.insert(key).inserted else { return true }
+            guard keys?.contains(key) ?? true, distinct || seen.insert(key).inserted else { return true }
             picked.append(key)
             if picked.count >= window {
                 if inResultOrder { return false }

@@ -1,17 +1,28 @@
 extension Snapshot {
-    /// Visits the index entries matching `condition`, in term order (descending when `reverse`), with the raw
-    /// primary key; `body` returns false to stop. A record with several matching terms is visited once per term.
+    /// Visits the index entries matching `condition`, in term order (descending when `reverse`), with the decoded
+    /// term and the raw primary key; `body` returns false to stop. A record with several matching terms is visited
+    /// once per term. An entry whose term does not decode (only a damaged checkpoint can hold one; `verify()`
+    /// reports it) is skipped.
     func forEachEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
                       _ body: (IndexValue, UnsafeRawBufferPointer) throws -> Bool) rethrows {
+        try forEachRawEntry(keyspace: keyspace, index: index, condition: condition, reverse: reverse) { term, key in
+            guard let (value, _) = IndexValue.decode(Array(term)[...]) else { return true }
+            return try body(value, key)
+        }
+    }
+
+    /// ``forEachEntry(keyspace:index:condition:reverse:_:)`` with the term's encoded bytes, not decoded (no
+    /// allocation per entry): for the callers that only need the primary keys. The terms are those in the
+    /// condition's byte ranges, so each matches it; one that does not decode is visited too.
+    func forEachRawEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
+                         _ body: (_ term: UnsafeRawBufferPointer, _ key: UnsafeRawBufferPointer) throws -> Bool) rethrows {
         guard let tree = state.keyspaces[keyspace]?.indexes[index] else { return }
         let ranges = reverse ? condition.entryRanges.reversed() : condition.entryRanges
         var going = true
         for range in ranges where going {
             try tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { entry, termLength in
-                let term = UnsafeRawBufferPointer(rebasing: entry[0..<Int(termLength)])
-                let key = UnsafeRawBufferPointer(rebasing: entry[Int(termLength)...])
-                guard let (value, _) = IndexValue.decode(Array(term)[...]) else { return true }
-                going = try body(value, key)
+                going = try body(UnsafeRawBufferPointer(rebasing: entry[0..<Int(termLength)]),
+                                 UnsafeRawBufferPointer(rebasing: entry[Int(termLength)...]))
                 return going
             }
         }
@@ -54,13 +65,16 @@ extension Snapshot {
     public func keys(matching query: IndexQuery) -> [[UInt8]] {
         var result: [[UInt8]] = []
         var seen = Set<[UInt8]>()
+        // One term's entries (term ‖ primary key) name each record once: no set of the keys met is needed.
+        let distinct: Bool
+        if case .equals = query.condition { distinct = true } else { distinct = false }
         var skip = max(0, query.offset)
         let limit = query.limit ?? Int.max
         guard limit > 0 else { return [] }
-        forEachEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
-                     reverse: query.reverse) { _, key in
+        forEachRawEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
+                        reverse: query.reverse) { _, key in
             let k = Array(key)
-            guard seen.insert(k).inserted else { return true }
+            guard distinct || seen.insert(k).inserted else { return true }
             if skip > 0 { skip -= 1; return true }
             result.append(k)
             return result.count < limit
@@ -79,7 +93,7 @@ extension Snapshot {
     /// Number of distinct records matching `condition` in `index`. - Complexity: O(log n + k).
     public func count(keyspace: String, index: String, condition: IndexCondition) -> Int {
         var seen = Set<[UInt8]>()
-        forEachEntry(keyspace: keyspace, index: index, condition: condition, reverse: false) { _, key in
+        forEachRawEntry(keyspace: keyspace, index: index, condition: condition, reverse: false) { _, key in
             seen.insert(Array(key))
             return true
         }
@@ -96,7 +110,7 @@ extension Snapshot {
         switch filter {
         case .match(let index, let condition):
             var keys = Set<[UInt8]>()
-            forEachEntry(keyspace: keyspace, index: index, condition: condition, reverse: false) { _, key in
+            forEachRawEntry(keyspace: keyspace, index: index, condition: condition, reverse: false) { _, key in
                 keys.insert(Array(key))
                 return true
             }
