@@ -56,42 +56,13 @@ extension BTree.Node {
             }
             return load > BTreeLayout.leafCapacity ? splitLeafMany() : []
         }
-        // Route each run of keys to its child; remember the children that split, to link them in afterwards
-        // (right to left, so that the indices of the runs not yet linked stay valid). The runs are found first
-        // so that, above the leaves, the leaves still to visit can be prefetched (`prefetchChild`) while
-        // earlier ones are updated: with scattered keys, waiting for each leaf's memory dominates.
+        // Route each run of keys to its child (prefetching the leaves); remember the children that split, to
+        // link them in afterwards (right to left, so that the indices of the runs not yet linked stay valid).
         var childSplits: [(child: Int, splits: [BTree.Split])] = []
-        withUnsafeTemporaryAllocation(of: (child: Int, end: Int).self, capacity: children.count) { runs in
-            var runCount = 0
-            var start = range.lowerBound
-            while start < range.upperBound {
-                let child = childIndex(for: batch.keys[start])
-                let end = child == keyCount ? range.upperBound
-                    : withKey(at: child) { batch.keys.firstIndex(notBelow: $0, in: (start + 1) ..< range.upperBound) }
-                runs[runCount] = (child, end)
-                runCount += 1
-                start = end
-            }
-            let prefetching = runCount > 1 && children.withUnsafeBufferPointer { $0[0].isLeaf }
-            if prefetching {
-                for r in 0 ..< Swift.min(runCount, BTreeLayout.prefetchDistance) {
-                    prefetchChild(runs[r].child, storage: false)
-                }
-            }
-            start = range.lowerBound
-            for r in 0 ..< runCount {
-                if prefetching {
-                    if r + BTreeLayout.prefetchDistance < runCount {
-                        prefetchChild(runs[r + BTreeLayout.prefetchDistance].child, storage: false)
-                    }
-                    if r + 1 < runCount { prefetchChild(runs[r + 1].child, storage: true) }
-                }
-                let (child, end) = runs[r]
-                ensureUniqueChild(at: child)
-                let splits = children[child].insertSorted(start ..< end, batch, added: &added, replaced: replaced)
-                if !splits.isEmpty { childSplits.append((child, splits)) }
-                start = end
-            }
+        forEachRun(of: range, batch.keys) { child, run in
+            ensureUniqueChild(at: child)
+            let splits = children[child].insertSorted(run, batch, added: &added, replaced: replaced)
+            if !splits.isEmpty { childSplits.append((child, splits)) }
         }
         for (child, splits) in childSplits.reversed() { insertSplits(splits, afterChild: child) }
         return children.count > BTreeLayout.maxInternalChildren ? splitInternalMany() : []

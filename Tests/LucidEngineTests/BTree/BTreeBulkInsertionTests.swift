@@ -106,6 +106,23 @@ struct BTreeBulkInsertionTests {
         }
     }
 
+    @Test("values(forSortedKeys:) finds what value(forKey:) finds, for sorted keys with repeats and gaps")
+    func sortedLookup() {
+        var rng = SplitMix64(seed: 21)
+        var tree = BTree<Int>()
+        for n in 0 ..< 20_000 { tree.updateValue(n, forKey: randomKey(&rng, sequential: nil)) }
+        for size in [0, 1, 5, 300, 5000] {
+            var probes = (0 ..< size).map { _ in randomKey(&rng, sequential: nil) }
+            probes += probes.prefix(size / 4)   // repeats
+            probes.sort { $0.lexicographicallyPrecedes($1) }
+            var keys = PackedKeys()
+            for key in probes { key.withUnsafeBytes { keys.append($0) } }
+            let lower = probes.count / 3
+            let found = keys.withView { tree.values(forSortedKeys: $0, in: lower ..< probes.count) }
+            #expect(found == probes[lower...].map { tree.value(forKey: $0) })
+        }
+    }
+
     @Test("one huge batch into an empty tree, and into a tree with long keys")
     func hugeBatches() {
         var tree = BTree<Int>()
