@@ -50,23 +50,29 @@ extension BTree.Node {
     /// bytes and values. Changes nothing and retains nothing; a hint only. O(1).
     @inline(__always)
     func prefetchChild(_ i: Int, storage: Bool) {
-        children.withUnsafeBufferPointer { children in
-            Unmanaged.passUnretained(children[i])._withUnsafeGuaranteedRef { leaf in
-                guard storage else {
-                    let object = UnsafeRawPointer(Unmanaged.passUnretained(leaf).toOpaque())
-                    lucid_prefetch(object)
-                    lucid_prefetch(object + 64)
-                    return
-                }
-                // An array is one reference to its storage object: a header of 32 bytes, then the elements.
-                // Reading it as a pointer (not through `withUnsafeBufferPointer`) avoids retaining the storage,
-                // which would wait for its memory.
-                Self.prefetch(unsafeBitCast(leaf.keyHeads, to: UnsafeRawPointer.self), bytes: 32 + 8 * 64)
-                Self.prefetch(unsafeBitCast(leaf.keyEnds, to: UnsafeRawPointer.self), bytes: 32 + 4 * 64)
-                Self.prefetch(unsafeBitCast(leaf.keyBytes, to: UnsafeRawPointer.self), bytes: 0)
-                Self.prefetch(unsafeBitCast(leaf.values, to: UnsafeRawPointer.self), bytes: 0)
-            }
+        // References are read as raw pointers: a retain (even one released at once) would write to the object,
+        // and so wait for the memory being prefetched.
+        let object = children.withUnsafeBufferPointer { children in
+            UnsafeRawPointer(children.baseAddress.unsafelyUnwrapped + i).load(as: UnsafeRawPointer.self)
         }
+        guard storage else {
+            lucid_prefetch(object)
+            lucid_prefetch(object + 64)
+            return
+        }
+        Unmanaged<BTree.Node>.fromOpaque(object)._withUnsafeGuaranteedRef { leaf in
+            // An array is one reference to its storage object: a header of 32 bytes, then the elements.
+            Self.prefetch(Self.storage(of: &leaf.keyHeads), bytes: 32 + 8 * 64)
+            Self.prefetch(Self.storage(of: &leaf.keyEnds), bytes: 32 + 4 * 64)
+            Self.prefetch(Self.storage(of: &leaf.keyBytes), bytes: 0)
+            Self.prefetch(Self.storage(of: &leaf.values), bytes: 0)
+        }
+    }
+
+    /// The address of `array`'s storage object, read without retaining it. O(1).
+    @inline(__always)
+    private static func storage<T>(of array: inout [T]) -> UnsafeRawPointer {
+        withUnsafeMutablePointer(to: &array) { UnsafeRawPointer($0).load(as: UnsafeRawPointer.self) }
     }
 
     /// Prefetches the cache lines of `bytes` bytes from `start` (at least one). O(bytes / 64).
