@@ -72,14 +72,16 @@ struct CommitGroupPlan {
             let run = keyspaces[k]
             try run.keys.withView { keys in
                 // Keys past the published tree's last key are new: no lookup (appends, as in a sequential load).
-                // The others (a prefix of the sorted keys) are looked up together.
+                // The others (a prefix of the sorted keys) are looked up together, or alone when only one (no
+                // allocation: a single-record update).
+                var known = 0
                 var found: [RecordLocation?] = []
                 if let primary = published?.primary, let lastKey = primary.last?.key {
-                    let known = lastKey.withUnsafeBytes { last in
+                    known = lastKey.withUnsafeBytes { last in
                         let index = keys.firstIndex(notBelow: last, in: 0 ..< keys.count)
                         return index < keys.count && BTreeLayout.compare(keys[index], last) == 0 ? index + 1 : index
                     }
-                    found = primary.values(forSortedKeys: keys, in: 0 ..< known)
+                    if known > 1 { found = primary.values(forSortedKeys: keys, in: 0 ..< known) }
                 }
                 for j in 0 ..< keys.count {
                     let op = run.operations[j]
@@ -87,7 +89,9 @@ struct CommitGroupPlan {
                         repeatsKeys = true
                         let earlier = operations[run.operations[j - 1]]
                         replaced[op] = earlier.kind == .put ? earlier.terms : []
-                    } else if j < found.count, let location = found[j], location.hasTerms {
+                    } else if j < known,
+                              let location = known > 1 ? found[j] : published?.primary.value(forKey: keys[j]),
+                              location.hasTerms {
                         replaced[op] = try readTerms(location)
                     }
                 }
