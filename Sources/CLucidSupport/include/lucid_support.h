@@ -10,4 +10,7 @@ uint32_t lucid_crc32c_extend(uint32_t crc, const void *data, size_t length);
 /// 1 when the hardware path is in use (for tests and diagnostics).
 int lucid_crc32c_hardware(void);
 
+/// Asks the CPU to start loading the cache line holding `address` (a hint: never faults, whatever the address).
+static inline void lucid_prefetch(const void *address) { __builtin_prefetch(address); }
+
 #endif

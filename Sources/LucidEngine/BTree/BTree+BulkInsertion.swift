@@ -56,18 +56,13 @@ extension BTree.Node {
             }
             return load > BTreeLayout.leafCapacity ? splitLeafMany() : []
         }
-        // Route each run of keys to its child; remember the children that split, to link them in afterwards
-        // (right to left, so that the indices of the runs not yet linked stay valid).
+        // Route each run of keys to its child (prefetching the leaves); remember the children that split, to
+        // link them in afterwards (right to left, so that the indices of the runs not yet linked stay valid).
         var childSplits: [(child: Int, splits: [BTree.Split])] = []
-        var start = range.lowerBound
-        while start < range.upperBound {
-            let child = childIndex(for: batch.keys[start])
-            let end = child == keyCount ? range.upperBound
-                : withKey(at: child) { batch.keys.firstIndex(notBelow: $0, in: (start + 1) ..< range.upperBound) }
+        forEachRun(of: range, batch.keys) { child, run in
             ensureUniqueChild(at: child)
-            let splits = children[child].insertSorted(start ..< end, batch, added: &added, replaced: replaced)
+            let splits = children[child].insertSorted(run, batch, added: &added, replaced: replaced)
             if !splits.isEmpty { childSplits.append((child, splits)) }
-            start = end
         }
         for (child, splits) in childSplits.reversed() { insertSplits(splits, afterChild: child) }
         return children.count > BTreeLayout.maxInternalChildren ? splitInternalMany() : []

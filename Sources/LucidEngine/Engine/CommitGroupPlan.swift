@@ -70,17 +70,28 @@ struct CommitGroupPlan {
                 continue
             }
             let run = keyspaces[k]
-            // Keys past the published tree's last key are new: no lookup (appends, as in a sequential load).
-            let lastKey = published?.primary.last?.key
             try run.keys.withView { keys in
+                // Keys past the published tree's last key are new: no lookup (appends, as in a sequential load).
+                // The others (a prefix of the sorted keys) are looked up together, or alone when only one (no
+                // allocation: a single-record update).
+                var known = 0
+                var found: [RecordLocation?] = []
+                if let primary = published?.primary, let lastKey = primary.last?.key {
+                    known = lastKey.withUnsafeBytes { last in
+                        let index = keys.firstIndex(notBelow: last, in: 0 ..< keys.count)
+                        return index < keys.count && BTreeLayout.compare(keys[index], last) == 0 ? index + 1 : index
+                    }
+                    if known > 1 { found = primary.values(forSortedKeys: keys, in: 0 ..< known) }
+                }
                 for j in 0 ..< keys.count {
                     let op = run.operations[j]
                     if j > 0 && BTreeLayout.compare(keys[j - 1], keys[j]) == 0 {
                         repeatsKeys = true
                         let earlier = operations[run.operations[j - 1]]
                         replaced[op] = earlier.kind == .put ? earlier.terms : []
-                    } else if let lastKey, lastKey.withUnsafeBytes({ BTreeLayout.compare(keys[j], $0) <= 0 }),
-                              let location = published?.primary.value(forKey: keys[j]), location.hasTerms {
+                    } else if j < known,
+                              let location = known > 1 ? found[j] : published?.primary.value(forKey: keys[j]),
+                              location.hasTerms {
                         replaced[op] = try readTerms(location)
                     }
                 }

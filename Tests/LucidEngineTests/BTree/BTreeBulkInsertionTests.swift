@@ -60,6 +60,69 @@ struct BTreeBulkInsertionTests {
         }
     }
 
+    @Test("bulk insertion into shared and unshared trees matches a sorted model; snapshots never change",
+          arguments: [(11, 3), (12, 40), (13, 400)] as [(UInt64, Int)])
+    func sharedAndUnsharedAgainstModel(seed: UInt64, batchSize: Int) {
+        var rng = SplitMix64(seed: seed)
+        var tree = BTree<Int>()
+        var model: [[UInt8]: Int] = [:]
+        var snapshots: [(tree: BTree<Int>, entries: [([UInt8], Int)])] = []
+        func entries(_ tree: BTree<Int>) -> [([UInt8], Int)] {
+            var result: [([UInt8], Int)] = []
+            tree.forEach(from: nil, to: nil, reverse: false) { result.append((Array($0), $1)); return true }
+            return result
+        }
+        for round in 0 ..< 40 {
+            // Half the rounds share every node with a snapshot; a quarter of the keys already exist.
+            if round % 2 == 0 { snapshots.append((tree, entries(tree))) }
+            var batch: [[UInt8]: Int] = [:]
+            for n in 0 ..< batchSize {
+                let key = !model.isEmpty && Int.random(in: 0 ..< 4, using: &rng) == 0
+                    ? model.keys.randomElement(using: &rng)! : randomKey(&rng, sequential: nil)
+                batch[key] = round * 100_000 + n
+            }
+            let sorted = batch.keys.sorted { $0.lexicographicallyPrecedes($1) }
+            var keys = PackedKeys()
+            for key in sorted { key.withUnsafeBytes { keys.append($0) } }
+            var replacedByBulk: [Int: Int] = [:]
+            tree.updateValues(keys, sorted.map { batch[$0]! }) { i, old in replacedByBulk[i] = old }
+            var expectedReplaced: [Int: Int] = [:]
+            for (i, key) in sorted.enumerated() {
+                if let old = model.updateValue(batch[key]!, forKey: key) { expectedReplaced[i] = old }
+            }
+            #expect(replacedByBulk == expectedReplaced)
+            tree.checkInvariants()
+            #expect(tree.count == model.count)
+            let expected = model.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+            let actual = entries(tree)
+            #expect(actual.map(\.0) == expected.map(\.key))
+            #expect(actual.map(\.1) == expected.map(\.value))
+        }
+        for snapshot in snapshots {
+            snapshot.tree.checkInvariants()
+            let actual = entries(snapshot.tree)
+            #expect(actual.map(\.0) == snapshot.entries.map(\.0))
+            #expect(actual.map(\.1) == snapshot.entries.map(\.1))
+        }
+    }
+
+    @Test("values(forSortedKeys:) finds what value(forKey:) finds, for sorted keys with repeats and gaps")
+    func sortedLookup() {
+        var rng = SplitMix64(seed: 21)
+        var tree = BTree<Int>()
+        for n in 0 ..< 20_000 { tree.updateValue(n, forKey: randomKey(&rng, sequential: nil)) }
+        for size in [0, 1, 5, 300, 5000] {
+            var probes = (0 ..< size).map { _ in randomKey(&rng, sequential: nil) }
+            probes += probes.prefix(size / 4)   // repeats
+            probes.sort { $0.lexicographicallyPrecedes($1) }
+            var keys = PackedKeys()
+            for key in probes { key.withUnsafeBytes { keys.append($0) } }
+            let lower = probes.count / 3
+            let found = keys.withView { tree.values(forSortedKeys: $0, in: lower ..< probes.count) }
+            #expect(found == probes[lower...].map { tree.value(forKey: $0) })
+        }
+    }
+
     @Test("one huge batch into an empty tree, and into a tree with long keys")
     func hugeBatches() {
         var tree = BTree<Int>()

@@ -1,0 +1,87 @@
+import CLucidSupport
+
+extension BTreeLayout {
+    /// How many leaves ahead `BTree.Node.forEachRun` starts loading a leaf object; the leaf's arrays are
+    /// loaded one leaf ahead, once the object (which points to them) has arrived.
+    static let prefetchDistance = 4
+}
+
+extension BTree.Node {
+    /// Calls `body(child, run)` for each run of the sorted `keys` in `range` that falls in one child of this
+    /// internal node, in key order. The runs are all found first so that, when the children are leaves, each
+    /// leaf is prefetched (`prefetchChild`) a few runs before `body` reaches it: with scattered keys, waiting
+    /// for each leaf's memory would otherwise dominate. O(runs · log(range.count)) comparisons.
+    @inline(__always)
+    func forEachRun(of range: Range<Int>, _ keys: PackedKeys.View, _ body: (Int, Range<Int>) -> Void) {
+        withUnsafeTemporaryAllocation(of: (child: Int, end: Int).self, capacity: children.count) { runs in
+            var runCount = 0
+            var start = range.lowerBound
+            while start < range.upperBound {
+                let child = childIndex(for: keys[start])
+                let end = child == keyCount ? range.upperBound
+                    : withKey(at: child) { keys.firstIndex(notBelow: $0, in: (start + 1) ..< range.upperBound) }
+                runs[runCount] = (child, end)
+                runCount += 1
+                start = end
+            }
+            let prefetching = runCount > 1 && children.withUnsafeBufferPointer { $0[0].isLeaf }
+            if prefetching {
+                for r in 0 ..< Swift.min(runCount, BTreeLayout.prefetchDistance) {
+                    prefetchChild(runs[r].child, storage: false)
+                }
+            }
+            start = range.lowerBound
+            for r in 0 ..< runCount {
+                if prefetching {
+                    if r + BTreeLayout.prefetchDistance < runCount {
+                        prefetchChild(runs[r + BTreeLayout.prefetchDistance].child, storage: false)
+                    }
+                    if r + 1 < runCount { prefetchChild(runs[r + 1].child, storage: true) }
+                }
+                body(runs[r].child, start ..< runs[r].end)
+                start = runs[r].end
+            }
+        }
+    }
+
+    /// Hints the CPU to start loading `children[i]` (a leaf about to be updated): with `storage == false`
+    /// the node object itself, otherwise the start of its arrays (the object must be cached by now, as it is
+    /// read to find them): the heads and key offsets that binary search reads, and the headers of the key
+    /// bytes and values. Changes nothing and retains nothing; a hint only. O(1).
+    @inline(__always)
+    func prefetchChild(_ i: Int, storage: Bool) {
+        // References are read as raw pointers: a retain (even one released at once) would write to the object,
+        // and so wait for the memory being prefetched.
+        let object = children.withUnsafeBufferPointer { children in
+            UnsafeRawPointer(children.baseAddress.unsafelyUnwrapped + i).load(as: UnsafeRawPointer.self)
+        }
+        guard storage else {
+            lucid_prefetch(object)
+            lucid_prefetch(object + 64)
+            return
+        }
+        Unmanaged<BTree.Node>.fromOpaque(object)._withUnsafeGuaranteedRef { leaf in
+            // An array is one reference to its storage object: a header of 32 bytes, then the elements.
+            Self.prefetch(Self.storage(of: &leaf.keyHeads), bytes: 32 + 8 * 64)
+            Self.prefetch(Self.storage(of: &leaf.keyEnds), bytes: 32 + 4 * 64)
+            Self.prefetch(Self.storage(of: &leaf.keyBytes), bytes: 0)
+            Self.prefetch(Self.storage(of: &leaf.values), bytes: 0)
+        }
+    }
+
+    /// The address of `array`'s storage object, read without retaining it. O(1).
+    @inline(__always)
+    private static func storage<T>(of array: inout [T]) -> UnsafeRawPointer {
+        withUnsafeMutablePointer(to: &array) { UnsafeRawPointer($0).load(as: UnsafeRawPointer.self) }
+    }
+
+    /// Prefetches the cache lines of `bytes` bytes from `start` (at least one). O(bytes / 64).
+    @inline(__always)
+    private static func prefetch(_ start: UnsafeRawPointer, bytes: Int) {
+        var offset = 0
+        repeat {
+            lucid_prefetch(start + offset)
+            offset &+= 64
+        } while offset < bytes
+    }
+}
