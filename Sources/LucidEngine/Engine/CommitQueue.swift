@@ -17,11 +17,17 @@ struct PendingCommit: Sendable {
 
 /// The queue between committers and the single writer thread. The writer takes everything waiting at once
 /// (group commit): many committers, one write and one fdatasync.
+///
+/// One group is written at a time, by the writer thread or, when nothing is queued and no group is being
+/// written, by a synchronous committer on its own thread (``tryLead()``): a lone commit then pays no wake-up of
+/// the writer thread and no wake-up back. Commits queued meanwhile wait for the writer thread, in order.
 final class CommitQueue: @unchecked Sendable {
-    // `pending` and `closed` are only touched with `condition` locked.
+    // `pending`, `closed` and `busy` are only touched with `condition` locked.
     private let condition = NSCondition()
     private var pending: [PendingCommit] = []
     private var closed = false
+    /// Whether a group is being written (by the writer thread or a leading committer).
+    private var busy = false
 
     /// Adds a commit. Throws ``LucidError/Code/closed`` after ``close()``.
     func enqueue(_ commit: PendingCommit) throws {
@@ -35,11 +41,13 @@ final class CommitQueue: @unchecked Sendable {
     /// Waits for work and takes a group: the first waiting batch plus those after it while their total stays
     /// within `extraBytes` beyond the first and no job comes first; or a job alone. Returns nil once closed and
     /// drained.
+    /// The caller writes the group and then calls ``finishGroup()``.
     func takeGroup(extraBytes: Int) -> [PendingCommit]? {
         condition.lock()
         defer { condition.unlock() }
-        while pending.isEmpty && !closed { condition.wait() }
+        while (pending.isEmpty && !closed) || busy { condition.wait() }
         if pending.isEmpty { return nil }
+        busy = true
         var total = 0
         var n = 0
         if pending[0].job != nil {
@@ -57,7 +65,26 @@ final class CommitQueue: @unchecked Sendable {
         return group
     }
 
-    /// Refuses new commits; the writer drains what is queued and then stops.
+    /// Ends the group taken by ``takeGroup(extraBytes:)`` or led after ``tryLead()``: the next one may start.
+    func finishGroup() {
+        condition.lock()
+        busy = false
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Whether the caller may write its own commit now, as a group of one, on its own thread: true when the
+    /// queue is open and empty and no group is being written. The caller then writes it and calls
+    /// ``finishGroup()``; until then the writer thread waits.
+    func tryLead() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed, pending.isEmpty, !busy else { return false }
+        busy = true
+        return true
+    }
+
+    /// Refuses new commits; the writer drains what is queued (after a group being led) and then stops.
     func close() {
         condition.lock()
         closed = true

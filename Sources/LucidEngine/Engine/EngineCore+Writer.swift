@@ -3,30 +3,45 @@ import Logging
 
 extension EngineCore {
     /// The writer thread: takes every waiting batch, writes them as one commit group, syncs once, publishes,
-    /// acknowledges. After any write or sync error the engine is failed: nothing more is written or acknowledged.
+    /// acknowledges (a lone synchronous commit may do the same on its own thread: ``writeLeading(_:)``). After any write or sync error the engine is failed: nothing more is written or acknowledged.
     func runWriter() {
         while let group = queue.takeGroup(extraBytes: Format.groupCommitExtraBytes) {
             if let job = group.first?.job {
                 // A job (a compaction's swap) runs alone, between commit groups.
                 runJob(job, completion: group[0].completion)
-                continue
+            } else {
+                write(group)
             }
-            if let failed = failure.withLock({ $0 }) {
-                let error = Self.failedStateError(failed)
-                for pending in group { pending.completion(.failure(error)) }
-                continue
-            }
-            do {
-                let sequences = try writeGroup(group)
-                for (pending, sequence) in zip(group, sequences) { pending.completion(.success(sequence)) }
-            } catch {
-                let lucidError = error as? LucidError ?? LucidError(code: .io, message: "\(error)")
-                failure.withLock { $0 = lucidError }
-                discardUnacknowledgedTail()
-                options.logger.error("write failed; the engine refuses writes until reopened",
-                                     metadata: ["error": "\(lucidError)"])
-                for pending in group { pending.completion(.failure(lucidError)) }
-            }
+            queue.finishGroup()
+        }
+    }
+
+    /// Writes a commit on the calling thread when the writer is idle and nothing is queued (see
+    /// ``CommitQueue/tryLead()``); returns false, having done nothing, otherwise.
+    func writeLeading(_ commit: PendingCommit) -> Bool {
+        guard queue.tryLead() else { return false }
+        write([commit])
+        queue.finishGroup()
+        return true
+    }
+
+    /// Writes one group and acknowledges each of its commits (or fails them all).
+    private func write(_ group: [PendingCommit]) {
+        if let failed = failure.withLock({ $0 }) {
+            let error = Self.failedStateError(failed)
+            for pending in group { pending.completion(.failure(error)) }
+            return
+        }
+        do {
+            let sequences = try writeGroup(group)
+            for (pending, sequence) in zip(group, sequences) { pending.completion(.success(sequence)) }
+        } catch {
+            let lucidError = error as? LucidError ?? LucidError(code: .io, message: "\(error)")
+            failure.withLock { $0 = lucidError }
+            discardUnacknowledgedTail()
+            options.logger.error("write failed; the engine refuses writes until reopened",
+                                 metadata: ["error": "\(lucidError)"])
+            for pending in group { pending.completion(.failure(lucidError)) }
         }
     }
 

@@ -97,14 +97,18 @@ final class EngineCore: Sendable {
 
     // MARK: Writes
 
-    /// Queues a batch; `completion` runs on the writer thread once the batch is durable (or failed).
-    func submit(_ batch: WriteBatch, forceSync: Bool = false,
+    /// Queues a batch; `completion` runs on the writer thread once the batch is durable (or failed). With
+    /// `lead` (a caller that blocks until then anyway), the batch is written on the calling thread instead when
+    /// the writer is idle and nothing is queued, and `completion` has run when this returns.
+    func submit(_ batch: WriteBatch, forceSync: Bool = false, lead: Bool = false,
                 completion: @escaping @Sendable (Result<UInt64, LucidError>) -> Void) {
         do {
             try checkOpen()
             try batch.validate()
             if let failed = failure.withLock({ $0 }) { throw Self.failedStateError(failed) }
-            try queue.enqueue(PendingCommit(batch: batch, forceSync: forceSync, completion: completion))
+            let commit = PendingCommit(batch: batch, forceSync: forceSync, completion: completion)
+            if lead, writeLeading(commit) { return }
+            try queue.enqueue(commit)
         } catch let error as LucidError {
             completion(.failure(error))
         } catch {
