@@ -93,14 +93,10 @@ extension Recovery {
             var position = failedAt
             droppedPages += 1
             while let found = try scanner.findValidPage(after: position) {
-                // Everything after the last complete group was written after it, with higher LSNs: a valid page
-                // with an older LSN out there means the log itself is out of order, not torn.
-                if found.header.lsn < firstDropped {
-                    throw LucidError.corruption(
-                        "invalid bytes (\(failureReason)) followed by an older page (LSN \(found.header.lsn)) at offset "
-                        + "\(found.offset)", file: file.path, offset: failedAt)
-                }
-                if found.header.syncedLSN >= firstDropped {
+                // A valid page with an older LSN is a copy of a page already replayed (stale bytes in space the
+                // log had not reached, say): its syncedLSN is below its own LSN, so it proves nothing about the
+                // failed bytes, and it is dropped with the rest of the tail.
+                if found.header.syncedLSN >= firstDropped && found.header.lsn >= firstDropped {
                     throw LucidError.corruption(
                         "damaged data that was acknowledged durable (\(failureReason)); a later page at offset "
                         + "\(found.offset) was written after it was synced", file: file.path, offset: failedAt)
