@@ -3,7 +3,8 @@ import Logging
 
 extension EngineCore {
     /// The writer thread: takes every waiting batch, writes them as one commit group, syncs once, publishes,
-    /// acknowledges (a lone synchronous commit may do the same on its own thread: ``writeLeading(_:)``). After any write or sync error the engine is failed: nothing more is written or acknowledged.
+    /// acknowledges (a lone synchronous commit may do the same on its own thread: ``writeLeading(_:)``). After
+    /// any write or sync error the engine is failed: nothing more is written or acknowledged.
     func runWriter() {
         while let group = queue.takeGroup(extraBytes: Format.groupCommitExtraBytes) {
             if let job = group.first?.job {
