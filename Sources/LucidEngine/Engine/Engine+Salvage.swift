@@ -102,6 +102,8 @@ extension Engine {
                 dropPending()
                 return
             case .invalid(let offset, _):
+                // Filler after the last group is the end of the log, not damage.
+                if pending.isEmpty, try file.isFiller(from: offset, to: scanner.limit) { return }
                 // The damaged bytes belonged to some group: that group is lost (with any pages read of it).
                 if pending.isEmpty && !skippingGroup { report.groupsLost += 1 }
                 pending.removeAll()

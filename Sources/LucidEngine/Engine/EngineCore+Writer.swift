@@ -105,7 +105,10 @@ extension EngineCore {
         writer.nextLSN = builder.nextLSN
         writer.activeEnd += UInt64(builder.output.count)
         writer.bytesSinceCheckpoint += UInt64(builder.output.count)
-        if needsSync(group) { try syncActive() }
+        if needsSync(group) {
+            preallocate(after: builder.output.count)
+            try syncActive()
+        }
         writer.lastSequence = sequence
         groupsWritten.add(1, ordering: .relaxed)
         batchesCommitted.add(UInt64(batches.count), ordering: .relaxed)
@@ -146,6 +149,37 @@ extension EngineCore {
         }
     }
 
+    /// Before the sync of a group of `written` bytes: when the next group of that size would run past the
+    /// filler, writes up to ``EngineOptions/logPreallocationBytes`` more after the log's end (not past
+    /// `segmentSize`, where the next group rolls), so that the next small commits overwrite instead of append
+    /// (see ``SegmentFile/writeFiller(from:to:)``). Large groups gain nothing from it and append as before. The
+    /// same sync makes the filler durable. A failed filler write fails nothing: the tail it leaves is filler or
+    /// nothing, and the writer stops preallocating until reopened.
+    private func preallocate(after written: Int) {
+        let chunk = UInt64(options.logPreallocationBytes)
+        let end = writer.activeEnd
+        guard chunk > 0, !writer.preallocationFailed, UInt64(written) <= chunk / 4,
+              end + UInt64(written) > writer.preallocatedEnd, end < options.segmentSize else { return }
+        let start = max(end, writer.preallocatedEnd)
+        let target = min(end + chunk, options.segmentSize)
+        guard target > start else { return }
+        do {
+            try writer.active.writeFiller(from: start, to: target)
+            writer.preallocatedEnd = target
+        } catch {
+            writer.preallocationFailed = true
+            options.logger.warning("could not preallocate the log; appending from now on", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Cuts the filler after the active segment's last group (before a roll seals it at its exact length, and on
+    /// close). The caller syncs when the cut must be durable.
+    func cutFiller() throws {
+        guard writer.preallocatedEnd > writer.activeEnd else { return }
+        try writer.active.handle.truncate(to: writer.activeEnd)
+        writer.preallocatedEnd = writer.activeEnd
+    }
+
     /// After a failed write or sync in ``EngineOptions/SyncMode/always`` mode nothing after the last successful
     /// sync was acknowledged: cut it off, so that a later open in the same boot cannot read bytes that a failed
     /// fsync may have left only in the page cache ("fsyncgate") and build on them. Best effort, and no fsync:
@@ -154,6 +188,7 @@ extension EngineCore {
         guard options.syncMode == .always, writer.activeEnd > writer.durableEnd else { return }
         do {
             try writer.active.handle.truncate(to: writer.durableEnd)
+            writer.preallocatedEnd = writer.durableEnd
         } catch {
             options.logger.warning("could not cut the unacknowledged tail after a failure", metadata: ["error": "\(error)"])
         }
@@ -170,7 +205,10 @@ extension EngineCore {
     /// Seals the active segment and starts the next one. The manifest write is the commit point: until it is
     /// durable, recovery still treats the old segment as active and removes the new (empty) file.
     func roll() throws {
-        if writer.hasUnsyncedData { try syncActive() }
+        // The sealed length is the file's exact length (recovery checks it): cut the filler, durably, first.
+        let hadFiller = writer.preallocatedEnd > writer.activeEnd
+        try cutFiller()
+        if writer.hasUnsyncedData || hadFiller { try syncActive() }
         let old = writer.active
         let sealedLength = writer.activeEnd
         let newId = allocateSegmentId()
@@ -190,6 +228,7 @@ extension EngineCore {
         writer.active = file
         writer.activeEnd = UInt64(Format.segmentHeaderLength)
         writer.durableEnd = writer.activeEnd
+        writer.preallocatedEnd = writer.activeEnd
         state.write { s in
             s.sealedLengths[old.id] = sealedLength
             s.segments[newId] = file

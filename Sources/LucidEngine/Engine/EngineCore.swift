@@ -155,6 +155,14 @@ final class EngineCore: Sendable {
         var closeError: LucidError?
         if failure.withLock({ $0 }) == nil {
             do {
+                // A closed store ends at its last group. (The cut is made durable by the sync when there is
+                // unsynced data; otherwise a crash may bring the filler back, which recovery reads as the end.)
+                // A session that wrote nothing leaves the files as they are (read-only tools rely on it).
+                do {
+                    if groupsWritten.load(ordering: .relaxed) > 0 { try cutFiller() }
+                } catch {
+                    options.logger.warning("could not cut the log's filler", metadata: ["error": "\(error)"])
+                }
                 if writer.hasUnsyncedData { try syncActive() }
                 // A checkpoint of a cleanly closed store lets the next open skip reading the log.
                 if options.checkpointOnClose && writer.lastSequence != writer.checkpointSequence {

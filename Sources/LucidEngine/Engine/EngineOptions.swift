@@ -43,6 +43,16 @@ public struct EngineOptions: Sendable {
     public var pageCacheBytes: Int = 64 << 20
     /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 1 GiB).
     public var segmentSize: UInt64 = Format.defaultSegmentSize
+    /// Bytes of filler the writer lays down ahead of the log's end before a small durable commit, so that the
+    /// next commits overwrite space the file already has. Default 256 KiB; 0 turns it off (0 or 4 KiB ... 64 MiB).
+    ///
+    /// An append that grows the file makes `fdatasync` commit the file system's journal as well as the data; an
+    /// overwrite inside the file does not. Measured on ext4 (virtio disk), one commit of a small record per
+    /// `fdatasync`: 7.5k/s appending, 11.5k/s overwriting filler. It costs one extra write of this many bytes
+    /// per this many bytes of small durable commits (large or unsynced groups append as before), and the filler
+    /// is cut off on close and roll. Recovery treats a tail of filler as the clean end of the log (FORMAT.md).
+    /// Turn it off on copy-on-write file systems (btrfs, ZFS), where an overwrite allocates anyway.
+    public var logPreallocationBytes: Int = Format.defaultLogPreallocationBytes
     /// What open does with damage. Default ``RecoveryMode/pointInTime``.
     public var recoveryMode: RecoveryMode = .pointInTime
     /// Create the store when the directory holds none. Default true.
@@ -75,6 +85,9 @@ public struct EngineOptions: Sendable {
         guard pageCacheBytes >= 0 else { throw LucidError.invalidArgument("pageCacheBytes must not be negative") }
         guard (1 << 20)...Format.maxSegmentSize ~= segmentSize else {
             throw LucidError.invalidArgument("segmentSize must be between 1 MiB and 1 GiB, not \(segmentSize)")
+        }
+        guard logPreallocationBytes == 0 || (4 << 10)...Format.maxLogPreallocationBytes ~= logPreallocationBytes else {
+            throw LucidError.invalidArgument("logPreallocationBytes must be 0 or between 4 KiB and 64 MiB, not \(logPreallocationBytes)")
         }
         if let policy = autoCompaction, !(policy.deadRatio > 0 && policy.deadRatio < 1) {
             throw LucidError.invalidArgument("autoCompaction.deadRatio must lie between 0 and 1, not \(policy.deadRatio)")

@@ -98,7 +98,8 @@ public struct EngineStatistics: Sendable, Hashable {
     public var lastSequence: UInt64
     /// Segment files in use.
     public var segments: Int
-    /// Bytes of all segment files.
+    /// Bytes of log in all segment files: the active one counts up to its last commit group, without the
+    /// filler that may follow it while the store is open (docs/FORMAT.md, "Filler").
     public var totalBytes: UInt64
     /// Live keys across keyspaces.
     public var liveKeys: Int

@@ -14,6 +14,11 @@ final class WriterState: @unchecked Sendable {
     var lastSync = ContinuousClock.now
     /// End of the active segment as of the last successful sync (or open).
     var durableEnd: UInt64 = 0
+    /// End of the filler written ahead of `activeEnd` (equal to it when there is none): writes below it
+    /// overwrite space the file already has (``SegmentFile/writeFiller(from:to:)``).
+    var preallocatedEnd: UInt64 = 0
+    /// Set when writing filler failed (a full disk, say): the writer stops preallocating until reopened.
+    var preallocationFailed = false
     /// The last sequence covered by the checkpoint on disk (0: none known).
     var checkpointSequence: UInt64 = 0
     /// Log bytes written since that checkpoint, and its size: a roll writes a new checkpoint once the log since
@@ -30,6 +35,7 @@ final class WriterState: @unchecked Sendable {
         self.syncedLSN = syncedLSN
         self.lastSequence = lastSequence
         self.durableEnd = activeEnd
+        self.preallocatedEnd = activeEnd
     }
 
     var hasUnsyncedData: Bool { syncedLSN + 1 < nextLSN }

@@ -75,6 +75,12 @@ enum Format {
     /// A batch's records may not exceed this; with maxSegmentSize it keeps every page offset below 4 GiB.
     static let maxBatchBytes = 512 << 20
     static let groupCommitExtraBytes = 1 << 20
+    /// Filler written ahead of the active segment's end (docs/FORMAT.md, "Filler"): never the first byte of a
+    /// page magic, so filler never reads as a page, and not zero, so that it is never mistaken for the zeros a
+    /// crash can leave where data was lost.
+    static let fillerByte: UInt8 = 0xFF
+    static let defaultLogPreallocationBytes = 256 << 10
+    static let maxLogPreallocationBytes = 64 << 20
 
     /// The name of segment `id`: 16 hex digits + ".seg".
     static func segmentFileName(_ id: UInt64) -> String {

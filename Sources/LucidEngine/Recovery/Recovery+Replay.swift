@@ -83,6 +83,11 @@ extension Recovery {
             }
         }
         guard committedEnd < fileLength else { return (committedEnd, committedNextLSN) }
+        // Filler the writer laid down ahead of its last group (FORMAT.md, "Filler") is the clean end of the log:
+        // nothing is dropped, and the file is left as it is (the writer overwrites it, close cuts it).
+        if pending.isEmpty, failedAt == committedEnd, try file.isFiller(from: committedEnd, to: fileLength) {
+            return (committedEnd, committedNextLSN)
+        }
         if !repair { throw Recovery.RestartWithoutCheckpoint() }
 
         // Something follows the last complete group. Was any of it acknowledged as durable? A later valid page

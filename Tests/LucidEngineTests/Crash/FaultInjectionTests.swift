@@ -323,7 +323,10 @@ struct FaultInjectionTests {
         let models = crashModelPrefixes(batches)
         do {
             let fs = FaultFileSystem()
-            let engine = try Engine.open(at: crashStorePath, options: crashFaultOptions(fs))
+            // Appends only (no filler), so that a torn group shows in the file's length.
+            var options = crashFaultOptions(fs)
+            options.logPreallocationBytes = 0
+            let engine = try Engine.open(at: crashStorePath, options: options)
             for batch in batches.prefix(9) { try engine.commitAndWait(crashWriteBatch(batch)) }
             fs.failOperation(everyOperation, nth: 2, persistent: true)   // the write happens, the sync does not
             _ = try? engine.commitAndWait(crashWriteBatch(batches[9]))

@@ -279,7 +279,9 @@ struct HostileHeaderTests {
         }
     }
 
-    @Test("garbage or zeros after the last commit are cut", arguments: [1, 2, 3, 47, 48, 49, 100, 4095, 4096, 4097, 65536])
+    /// A tail of 0xFF bytes only is filler (FORMAT.md "Filler"): the clean end of the log, nothing dropped. Any
+    /// other byte in it (a zero at its end, say) makes it a tail to cut like any other.
+    @Test("garbage or zeros after the last commit are cut; filler is the clean end", arguments: [1, 2, 3, 47, 48, 49, 100, 4095, 4096, 4097, 65536])
     func garbageTail(length: Int) throws {
         try EngineTest.withTemporaryDirectory { dir in
             let store = try Self.makeStore(dir)
@@ -289,20 +291,32 @@ struct HostileHeaderTests {
                 ("zeros", [UInt8](repeating: 0, count: length)),
                 ("random", rng.bytes(length)),
                 ("magic then random", Array((magic + rng.bytes(length)).prefix(length))),
-                ("0xFF", [UInt8](repeating: 0xFF, count: length)),
+                ("0xFF then a zero", [UInt8](repeating: 0xFF, count: length - 1) + [0]),
+                ("a zero then 0xFF", [0] + [UInt8](repeating: 0xFF, count: length - 1)),
+                ("0xFF (filler)", [UInt8](repeating: 0xFF, count: length)),
             ]
             for (kind, tail) in tails {
                 let tag = "[\(length) bytes of \(kind)]"
+                let filler = kind.hasSuffix("(filler)")
                 try store.restore()
                 try EngineTest.append(store.segment, tail)
+                if filler {
+                    // Strict recovery drops nothing either, and leaves the file as it is.
+                    let strict = try Engine.open(at: dir, options: EngineTest.options(recoveryMode: .strict))
+                    #expect(strict.recoveryReport.droppedBytes == 0, "\(tag)")
+                    try strict.close()
+                    #expect(try EngineTest.readFile(store.segment) == store.original + tail, "\(tag) strict changed the file")
+                }
                 let engine = try Engine.open(at: dir, options: EngineTest.options())
-                #expect(engine.recoveryReport.droppedBytes == UInt64(length), "\(tag)")
+                #expect(engine.recoveryReport.droppedBytes == (filler ? 0 : UInt64(length)), "\(tag)")
                 let diffs = try EngineTest.differences(engine, store.model, keyspaces: ["a", "b"])
                 #expect(diffs.isEmpty, "\(tag) \(diffs.prefix(4))")
                 // The store keeps working after the cut.
                 try engine.commitAndWait(EngineTest.batch([.put(keyspace: "b", key: [1], value: [2])]))
+                let logEnd = EngineTest.logLengths(engine, dir: dir)[store.segment]!
                 try engine.close()
                 #expect(try EngineTest.fileSize(store.segment) > store.original.count, "\(tag)")
+                #expect(try EngineTest.fileSize(store.segment) == logEnd, "\(tag) close leaves no filler")
                 let again = try Engine.open(at: dir, options: EngineTest.options())
                 #expect(again.recoveryReport.droppedBytes == 0, "\(tag)")
                 #expect(try again.get([1], in: "b") == [2], "\(tag)")

@@ -492,15 +492,13 @@ enum EngineTest {
         var models = [model]
         var groups: [CommittedGroup] = []
         for ops in batches {
-            var before: [String: Int] = [:]
-            for path in try segmentPaths(dir) { before[path] = try fileSize(path) }
+            let before = logLengths(engine, dir: dir)
             try engine.commitAndWait(batch(ops))
             // The group is in the segment that grew (a roll, before or after the group, adds a segment that starts
             // with just its header).
             var found: CommittedGroup?
-            for path in try segmentPaths(dir) {
+            for (path, end) in logLengths(engine, dir: dir) {
                 let start = before[path] ?? Format.segmentHeaderLength
-                let end = try fileSize(path)
                 if end > start {
                     guard found == nil else { throw TestFailure("two segments grew during one commit") }
                     found = CommittedGroup(segment: path, start: start, end: end)
@@ -511,6 +509,15 @@ enum EngineTest {
             models.append(models.last!.applying(ops))
         }
         return (models, groups)
+    }
+
+    /// The length of the log in each segment file of an open engine, by path: the active segment's ends at its
+    /// last group (the file may go on with filler, FORMAT.md "Filler"); a sealed one's is its file's length.
+    static func logLengths(_ engine: Engine, dir: String) -> [String: Int] {
+        let state = engine.core.currentState()
+        var lengths: [String: Int] = [:]
+        for id in state.segments.keys { lengths[dir + "/" + segmentName(id)] = Int(state.visibleLength(of: id)) }
+        return lengths
     }
 
     /// The model obtained by replaying `batches` except those at `skipping`.

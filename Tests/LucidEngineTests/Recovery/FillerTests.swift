@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+@testable import LucidEngine
+
+/// FORMAT.md "Filler": small durable commits overwrite filler written ahead of the log's end; a crash leaves a
+/// filler tail that every recovery mode reads as the clean end; roll and close cut it.
+@Suite("Recovery: filler ahead of the log")
+struct FillerTests {
+    static func smallBatch(_ i: Int) -> WriteBatch {
+        EngineTest.batch([.put(keyspace: "f", key: Array("key-\(i)".utf8), value: [UInt8](repeating: UInt8(i & 0xFF), count: 100))])
+    }
+
+    static func checkAll(_ engine: Engine, count: Int, _ tag: String) throws {
+        for i in 0..<count {
+            #expect(try engine.get(Array("key-\(i)".utf8), in: "f") == [UInt8](repeating: UInt8(i & 0xFF), count: 100),
+                    "\(tag) key-\(i)")
+        }
+    }
+
+    @Test("small durable commits overwrite filler: the file stops growing while the log grows")
+    func commitsOverwriteFiller() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+            defer { try? engine.close() }
+            try engine.commitAndWait(Self.smallBatch(0))
+            let segment = try EngineTest.activeSegmentPath(dir)
+            let size = try EngineTest.fileSize(segment)
+            let logEnd = EngineTest.logLengths(engine, dir: dir)[segment]!
+            #expect(size == logEnd + Format.defaultLogPreallocationBytes, "the first commit lays down the filler")
+            for i in 1..<40 { try engine.commitAndWait(Self.smallBatch(i)) }
+            let grown = EngineTest.logLengths(engine, dir: dir)[segment]!
+            #expect(grown >= logEnd + 39 * Format.pageHeaderLength, "the log grew by a page a commit")
+            #expect(try EngineTest.fileSize(segment) == size, "the file did not: the commits overwrote filler")
+            let bytes = try EngineTest.readFile(segment)
+            #expect(bytes[grown...].allSatisfy { $0 == Format.fillerByte }, "filler after the log")
+            try engine.close()
+            #expect(try EngineTest.fileSize(segment) == grown, "close cuts the filler")
+        }
+    }
+
+    @Test("a crash image with a filler tail opens in every mode with nothing dropped, and salvage loses nothing")
+    func crashImageWithFiller() throws {
+        try EngineTest.withTemporaryDirectory { root in
+            let dir = root + "/live"
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+            for i in 0..<25 { try engine.commitAndWait(Self.smallBatch(i)) }
+            let segment = try EngineTest.activeSegmentPath(dir)
+            #expect(try EngineTest.fileSize(segment) > EngineTest.logLengths(engine, dir: dir)[segment]!)
+            // A crash image: the files as a kill -9 leaves them (every write here was synced).
+            for name in ["strict", "pointInTime", "salvage-source"] { try EngineTest.copyDirectory(dir, to: root + "/" + name) }
+            try engine.close()
+
+            let strictDir = root + "/strict"
+            let before = try EngineTest.directoryContents(strictDir, excluding: ["LOCK"])
+            var options = EngineTest.options(recoveryMode: .strict)
+            options.checkpointOnClose = false
+            let strict = try Engine.open(at: strictDir, options: options)
+            #expect(strict.recoveryReport.droppedBytes == 0 && strict.recoveryReport.truncatedFile == nil)
+            try Self.checkAll(strict, count: 25, "strict")
+            try strict.close()
+            #expect(try EngineTest.directoryContents(strictDir, excluding: ["LOCK"]) == before,
+                    "strict open and close change no file")
+
+            let reopened = try Engine.open(at: root + "/pointInTime", options: EngineTest.options())
+            #expect(reopened.recoveryReport.droppedBytes == 0)
+            try Self.checkAll(reopened, count: 25, "pointInTime")
+            #expect(try reopened.verify().ok)
+            try reopened.close()
+
+            let report = try Engine.salvage(from: root + "/salvage-source", to: root + "/salvaged",
+                                            options: EngineTest.options())
+            #expect(report.groupsLost == 0 && report.damagedRanges.isEmpty, "\(report)")
+            #expect(report.groupsCopied == 25)
+        }
+    }
+
+    @Test("a roll seals the segment at its exact length, also when the filler came from before a crash")
+    func rollCutsFiller() throws {
+        try EngineTest.withTemporaryDirectory { root in
+            let dir = root + "/store"
+            let options = EngineTest.options(sync: .always, segmentSize: 1 << 20)
+            let engine = try Engine.open(at: dir, options: options)
+            for i in 0..<10 { try engine.commitAndWait(Self.smallBatch(i)) }
+            try EngineTest.copyDirectory(dir, to: root + "/image")
+            try engine.close()
+
+            // The crash image's filler is kept by recovery; the writer must still cut it when it rolls, even
+            // before it has written anything (sealing for a compaction).
+            let image = root + "/image"
+            let reopened = try Engine.open(at: image, options: options)
+            try reopened.sealActiveSegment()
+            let first = try EngineTest.segmentPaths(image)[0]
+            #expect(try EngineTest.fileSize(first) == EngineTest.logLengths(reopened, dir: image)[first]!,
+                    "sealed at its exact length")
+            var rng = EngineTest.SplitMix64(seed: 0xF177)
+            let big = rng.bytes(200_000)   // incompressible: a few of them fill a 1 MiB segment
+            var i = 10
+            while try EngineTest.segmentPaths(image).count < 4 {
+                try reopened.commitAndWait(EngineTest.batch([.put(keyspace: "f", key: Array("key-\(i)".utf8), value: big)]))
+                try reopened.commitAndWait(Self.smallBatch(i + 1))
+                i += 2
+            }
+            let sealed = try EngineTest.segmentPaths(image).dropLast()
+            let lengths = EngineTest.logLengths(reopened, dir: image)
+            for path in sealed {
+                #expect(try EngineTest.fileSize(path) == lengths[path]!, "\(path) is sealed at its exact length")
+            }
+            try reopened.close()
+            let again = try Engine.open(at: image, options: options)
+            #expect(try again.verify().ok)
+            #expect(try again.get(Array("key-3".utf8), in: "f") == [UInt8](repeating: 3, count: 100))
+            try again.close()
+        }
+    }
+
+    @Test("no filler when preallocation is off, for large groups, or without sync")
+    func noFillerCases() throws {
+        try EngineTest.withTemporaryDirectory { root in
+            func fillerAfter(_ name: String, _ options: EngineOptions, _ batch: WriteBatch) throws -> Int {
+                let dir = root + "/" + name
+                let engine = try Engine.open(at: dir, options: options)
+                defer { try? engine.close() }
+                try engine.commitAndWait(batch)
+                let segment = try EngineTest.activeSegmentPath(dir)
+                return try EngineTest.fileSize(segment) - EngineTest.logLengths(engine, dir: dir)[segment]!
+            }
+            var off = EngineTest.options(sync: .always)
+            off.logPreallocationBytes = 0
+            let offFiller = try fillerAfter("off", off, Self.smallBatch(1))
+            #expect(offFiller == 0)
+            var rng = EngineTest.SplitMix64(seed: 0xF111)
+            let large = EngineTest.batch((0..<200).map {
+                .put(keyspace: "f", key: Array("big-\($0)".utf8), value: rng.bytes(400))
+            })
+            let largeFiller = try fillerAfter("large", EngineTest.options(sync: .always), large)
+            #expect(largeFiller == 0, "a group over a quarter of the filler appends")
+            let unsyncedFiller = try fillerAfter("unsynced", EngineTest.options(sync: .none), Self.smallBatch(1))
+            #expect(unsyncedFiller == 0)
+            let smallFiller = try fillerAfter("small", EngineTest.options(sync: .always), Self.smallBatch(1))
+            #expect(smallFiller == Format.defaultLogPreallocationBytes, "the control")
+            var odd = EngineOptions()
+            odd.logPreallocationBytes = 100
+            let error = EngineTest.expectLucidError(.invalidArgument, "100 bytes of filler") {
+                try Engine.open(at: root + "/odd", options: odd)
+            }
+            #expect(error != nil)
+        }
+    }
+}
