@@ -9,6 +9,10 @@ final class PageCache: Sendable {
     struct Key: Hashable, Sendable {
         var segment: UInt64
         var offset: UInt64
+
+        /// The key as one integer for ``PageSlotTable``: segment ids and page offsets both fit 32 bits
+        /// (locations store them as `UInt32`).
+        @inline(__always) var packed: UInt64 { segment << 32 | offset & 0xFFFF_FFFF }
     }
 
     private struct Entry {
@@ -18,7 +22,7 @@ final class PageCache: Sendable {
     }
 
     private struct Shard {
-        var slots: [Key: Int] = [:]
+        var slots = PageSlotTable()
         var entries: [Entry] = []
         var hand = 0
         var bytes = 0
@@ -58,7 +62,7 @@ final class PageCache: Sendable {
     /// The cached page, marking it recently used.
     func page(for key: Key) -> PageBuffer? {
         let found: PageBuffer? = shards[shardIndex(key)].mutex.withLock { shard in
-            guard let slot = shard.slots[key] else { return nil }
+            guard let slot = shard.slots.value(for: key.packed) else { return nil }
             shard.entries[slot].referenced = true
             return shard.entries[slot].page
         }
@@ -71,14 +75,14 @@ final class PageCache: Sendable {
         let size = page.bytes.count
         guard size <= shardCapacity else { return }
         shards[shardIndex(key)].mutex.withLock { shard in
-            if let slot = shard.slots[key] {
+            if let slot = shard.slots.value(for: key.packed) {
                 shard.entries[slot].referenced = true
                 return
             }
             while shard.bytes + size > shardCapacity && !shard.entries.isEmpty {
                 Self.evictOne(&shard)
             }
-            shard.slots[key] = shard.entries.count
+            shard.slots.set(shard.entries.count, for: key.packed)
             shard.entries.append(Entry(key: key, page: page, referenced: false))
             shard.bytes += size
         }
@@ -91,7 +95,8 @@ final class PageCache: Sendable {
                 var kept: [Entry] = []
                 for e in shard.entries where e.key.segment != segment { kept.append(e) }
                 shard.entries = kept
-                shard.slots = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1.key, $0) })
+                shard.slots = PageSlotTable(capacity: kept.count)
+                for (i, e) in kept.enumerated() { shard.slots.set(i, for: e.key.packed) }
                 shard.bytes = kept.reduce(0) { $0 + $1.page.bytes.count }
                 shard.hand = 0
             }
@@ -109,11 +114,11 @@ final class PageCache: Sendable {
             // Remove by swapping the last entry into the victim's slot.
             let victim = shard.entries[shard.hand]
             shard.bytes -= victim.page.bytes.count
-            shard.slots[victim.key] = nil
+            shard.slots.remove(victim.key.packed)
             let last = shard.entries.count - 1
             if shard.hand != last {
                 shard.entries[shard.hand] = shard.entries[last]
-                shard.slots[shard.entries[shard.hand].key] = shard.hand
+                shard.slots.set(shard.hand, for: shard.entries[shard.hand].key.packed)
             }
             shard.entries.removeLast()
             return
