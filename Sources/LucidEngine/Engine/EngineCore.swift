@@ -74,9 +74,9 @@ final class EngineCore: Sendable {
     /// The value stored under `key`, reading its page through the cache.
     func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try checkOpen()
-        let found: (RecordLocation, SegmentFile?)? = state.read { s in
-            guard let location = s.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
-            return (location, s.segments[UInt64(location.segment)])
+        let found: (RecordLocation, SegmentFile?)? = state.withReadAccess { s in
+            guard let location = s.pointee.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+            return (location, s.pointee.segments[UInt64(location.segment)])
         }
         guard let (location, file) = found else { return nil }
         return try readValue(location, file: file)
@@ -93,7 +93,7 @@ final class EngineCore: Sendable {
     }
 
     /// An O(1) copy of the current state.
-    func currentState() -> EngineState { state.read { $0 } }
+    func currentState() -> EngineState { state.read { copy $0 } }
 
     // MARK: Writes
 
