@@ -29,6 +29,14 @@ extension BinaryReader {
         }
     }
 
+    /// ``varint(at:_:)`` with its usual case (a well-formed varint) inline: the same value, or its error.
+    @inline(__always)
+    func quickOrCheckedVarint(at position: inout Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> UInt64 {
+        let value: UInt64? = bytes.withUnsafeBufferPointer { Self.quickVarint($0, &position) }
+        if let value { return value }
+        return try varint(at: &position, codingPath())
+    }
+
     /// The position just past the value at `position` (at `depth`), as ``skip(at:depth:_:)`` gives it: scalars
     /// and strings inline, containers and every error through `skip`.
     @inline(__always)

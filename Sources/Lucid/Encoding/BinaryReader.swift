@@ -59,7 +59,7 @@ struct BinaryReader {
             return p + n
         case .keyed:
             while true {
-                let keyLength = try varint(at: &p, codingPath())
+                let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
                 if keyLength == 0 { return p }
                 guard keyLength - 1 <= UInt64(bytes.count - p) else {
                     throw corrupt("key past the end of the record", at: p, codingPath())
@@ -88,7 +88,7 @@ struct BinaryReader {
         entries.reserveCapacity(16)   // one allocation for a typical entity instead of one per doubling
         var p = position + 1
         while true {
-            let keyLength = try varint(at: &p, codingPath())
+            let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
             if keyLength == 0 { return (entries, p) }
             guard keyLength - 1 <= UInt64(bytes.count - p) else {
                 throw corrupt("key past the end of the record", at: p, codingPath())

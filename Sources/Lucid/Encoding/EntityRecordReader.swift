@@ -197,7 +197,7 @@ extension BinaryReader {
         var remote: Int?
         var p = position + 1
         while true {
-            let keyLength = try varint(at: &p, codingPath())
+            let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
             if keyLength == 0 { break }
             guard keyLength - 1 <= UInt64(bytes.count - p) else {
                 throw corrupt("key past the end of the record", at: p, codingPath())

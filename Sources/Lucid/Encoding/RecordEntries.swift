@@ -21,7 +21,7 @@ extension BinaryReader {
             var seen: UInt64 = 0
             var p = position + 1
             while true {
-                let keyLength = try varint(at: &p, [])
+                let keyLength = try quickOrCheckedVarint(at: &p, [])
                 if keyLength == 0 { return (p, duplicates, count > capacity) }
                 guard keyLength - 1 <= UInt64(bytes.count - p) else {
                     throw corrupt("key past the end of the record", at: p, [])
@@ -61,9 +61,10 @@ extension BinaryReader {
 
     /// The key and value position of the entry whose key length is at `position` in a checked container, or nil
     /// at its end tag.
+    @inline(__always)
     func entry(at position: Int) throws -> (key: Range<Int>, value: Int)? {
         var p = position
-        let keyLength = try varint(at: &p, [])
+        let keyLength = try quickOrCheckedVarint(at: &p, [])
         if keyLength == 0 { return nil }
         guard keyLength - 1 <= UInt64(bytes.count - p) else { throw corrupt("key past the end of the record", at: p, []) }
         let end = p + Int(keyLength - 1)
