@@ -37,29 +37,48 @@ extension BinaryReader {
         return try varint(at: &position, codingPath())
     }
 
-    /// The position just past the value at `position` (at `depth`), as ``skip(at:depth:_:)`` gives it: scalars
-    /// and strings inline, containers and every error through `skip`.
+    /// The position just past the value at `position` (at `depth`), as ``skip(at:depth:_:)`` gives it: scalars,
+    /// strings and keyed containers of those (identifiers) inline, other containers and every error through
+    /// `skip`.
     @inline(__always)
     func valueEnd(at position: Int, depth: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Int {
         let end: Int? = bytes.withUnsafeBufferPointer { buffer in
-            guard position < buffer.count, depth <= EntityCodec.maxDepth else { return nil }
+            guard depth < EntityCodec.maxDepth else { return nil }   // the inline path goes one level down
+            if let end = Self.scalarEnd(buffer, at: position) { return end }
+            guard position < buffer.count, buffer[position] == EntityCodec.Tag.keyed.rawValue else { return nil }
             var p = position + 1
-            switch buffer[position] {
-            case EntityCodec.Tag.null.rawValue, EntityCodec.Tag.falseValue.rawValue,
-                 EntityCodec.Tag.trueValue.rawValue, EntityCodec.Tag.empty.rawValue:
-                return p
-            case EntityCodec.Tag.int.rawValue, EntityCodec.Tag.uint.rawValue:
-                return Self.quickVarint(buffer, &p) == nil ? nil : p
-            case EntityCodec.Tag.double.rawValue: return 8 <= buffer.count - p ? p + 8 : nil
-            case EntityCodec.Tag.float.rawValue: return 4 <= buffer.count - p ? p + 4 : nil
-            case EntityCodec.Tag.string.rawValue:
-                guard let n = Self.quickVarint(buffer, &p), n <= UInt64(buffer.count - p) else { return nil }
-                return p + Int(n)
-            default: return nil
+            while true {
+                guard let keyLength = Self.quickVarint(buffer, &p) else { return nil }
+                if keyLength == 0 { return p }
+                guard keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
+                p += Int(keyLength - 1)
+                guard let end = Self.scalarEnd(buffer, at: p) else { return nil }
+                p = end
             }
         }
         if let end { return end }
         return try skip(at: position, depth: depth, codingPath())
+    }
+
+    /// The position just past the scalar or string at `position`, or nil for a container or where
+    /// ``skip(at:depth:_:)`` would throw.
+    @inline(__always)
+    static func scalarEnd(_ buffer: UnsafeBufferPointer<UInt8>, at position: Int) -> Int? {
+        guard position < buffer.count else { return nil }
+        var p = position + 1
+        switch buffer[position] {
+        case EntityCodec.Tag.null.rawValue, EntityCodec.Tag.falseValue.rawValue,
+             EntityCodec.Tag.trueValue.rawValue, EntityCodec.Tag.empty.rawValue:
+            return p
+        case EntityCodec.Tag.int.rawValue, EntityCodec.Tag.uint.rawValue:
+            return quickVarint(buffer, &p) == nil ? nil : p
+        case EntityCodec.Tag.double.rawValue: return 8 <= buffer.count - p ? p + 8 : nil
+        case EntityCodec.Tag.float.rawValue: return 4 <= buffer.count - p ? p + 4 : nil
+        case EntityCodec.Tag.string.rawValue:
+            guard let n = quickVarint(buffer, &p), n <= UInt64(buffer.count - p) else { return nil }
+            return p + Int(n)
+        default: return nil
+        }
     }
 
     /// The string at `position`, or nil where ``decodeString(at:_:)``'s checked path would throw. Invalid UTF-8

@@ -104,13 +104,9 @@ struct BinaryReader {
     @inline(__always)
     func key(_ range: Range<Int>, equals name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard range.count == name.count else { return false }
+        guard let name = name.baseAddress else { return true }
         return bytes.withUnsafeBufferPointer { bytes in
-            var i = range.lowerBound
-            for byte in name {
-                if bytes[i] != byte { return false }
-                i += 1
-            }
-            return true
+            bytesEqual(bytes.baseAddress! + range.lowerBound, name, count: range.count)
         }
     }
 }

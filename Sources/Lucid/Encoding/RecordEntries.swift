@@ -75,7 +75,7 @@ extension BinaryReader {
     func keysEqual(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
         guard a.count == b.count else { return false }
         return bytes.withUnsafeBufferPointer { bytes in
-            memcmpEqual(bytes.baseAddress! + a.lowerBound, bytes.baseAddress! + b.lowerBound, a.count)
+            bytesEqual(bytes.baseAddress! + a.lowerBound, bytes.baseAddress! + b.lowerBound, count: a.count)
         }
     }
 
@@ -88,9 +88,27 @@ extension BinaryReader {
     }
 }
 
-/// Whether the `count` bytes at `a` and `b` are equal.
-private func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-    for i in 0..<count where a[i] != b[i] { return false }
+/// Whether the `count` bytes at `a` and `b` are equal: a word or two of overlapping loads for keys of 4 to 16
+/// bytes, byte by byte below.
+@inline(__always)
+func bytesEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count n: Int) -> Bool {
+    if n >= 8 {
+        var i = 0
+        while i + 8 < n {
+            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                return false
+            }
+            i += 8
+        }
+        return a.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self) == b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+    }
+    if n >= 4 {
+        return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+            && a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self) == b.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+    }
+    for i in 0..<n where a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) {
+        return false
+    }
     return true
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Lucid
+@testable import Lucid
 
 /// ``EntityRecordReader``'s duplicate-key rule on records whose duplicates its checking pass must find: past
 /// the keys it fingerprints on the stack, and among keys of the same length, first and last byte.
@@ -77,5 +77,22 @@ struct EntityRecordReaderDuplicateTests {
     func emptyKey() throws {
         let bytes = try EntityCodec.encode(Entries(pairs: [("", 1), ("a", 2), ("", 3)]))
         #expect(try Probe<EmptyKeys>.decodeRecord(bytes).values == [1, 2, 1])
+    }
+
+    @Test("key bytes compare equal exactly when equal, for every length to 40 and every differing byte")
+    func keyComparison() {
+        for n in 0...40 {
+            let a = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 1) }
+            a.withUnsafeBytes { pa in
+                var b = a
+                #expect(b.withUnsafeBytes { bytesEqual(pa.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
+                                                       $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: n) })
+                for i in 0..<n {
+                    b = a
+                    b[i] ^= 0x40
+                    #expect(!b.withUnsafeBytes { bytesEqual(pa.baseAddress!, $0.baseAddress!, count: n) })
+                }
+            }
+        }
     }
 }
