@@ -42,22 +42,27 @@ extension BinaryReader {
     /// `skip`.
     @inline(__always)
     func valueEnd(at position: Int, depth: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Int {
-        let end: Int? = bytes.withUnsafeBufferPointer { buffer in
-            guard depth < EntityCodec.maxDepth else { return nil }   // the inline path goes one level down
-            if let end = Self.scalarEnd(buffer, at: position) { return end }
-            guard position < buffer.count, buffer[position] == EntityCodec.Tag.keyed.rawValue else { return nil }
-            var p = position + 1
-            while true {
-                guard let keyLength = Self.quickVarint(buffer, &p) else { return nil }
-                if keyLength == 0 { return p }
-                guard keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
-                p += Int(keyLength - 1)
-                guard let end = Self.scalarEnd(buffer, at: p) else { return nil }
-                p = end
-            }
-        }
+        let end: Int? = bytes.withUnsafeBufferPointer { Self.quickValueEnd($0, at: position, depth: depth) }
         if let end { return end }
         return try skip(at: position, depth: depth, codingPath())
+    }
+
+    /// ``valueEnd(at:depth:_:)``'s inline part: the end of a scalar, string or keyed container of those at
+    /// `position` in `buffer`, or nil for any other value or where `skip` would throw.
+    @inline(__always)
+    static func quickValueEnd(_ buffer: UnsafeBufferPointer<UInt8>, at position: Int, depth: Int) -> Int? {
+        guard depth < EntityCodec.maxDepth else { return nil }   // the inline path goes one level down
+        if let end = scalarEnd(buffer, at: position) { return end }
+        guard position < buffer.count, buffer[position] == EntityCodec.Tag.keyed.rawValue else { return nil }
+        var p = position + 1
+        while true {
+            guard let keyLength = quickVarint(buffer, &p) else { return nil }
+            if keyLength == 0 { return p }
+            guard keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
+            p += Int(keyLength - 1)
+            guard let end = scalarEnd(buffer, at: p) else { return nil }
+            p = end
+        }
     }
 
     /// The position just past the scalar or string at `position`, or nil for a container or where

@@ -11,43 +11,83 @@ extension BinaryReader {
     ///   equal fingerprints are compared byte by byte).
     /// - Throws: `typeMismatch` when the value there is not a keyed container, `dataCorrupted` for bad bytes.
     func checkKeyedContainer(at position: Int) throws -> (end: Int, hasDuplicateKeys: Bool) {
-        guard try tag(at: position, []) == .keyed else { throw mismatch([String: Int].self, at: position, []) }
         let capacity = Self.fingerprintedKeys
-        let (end, duplicates, overflow) = try withUnsafeTemporaryAllocation(of: KeyPrint.self, capacity: capacity) {
-            prints -> (Int, Bool, Bool) in
+        let (end, duplicates, count) = try withUnsafeTemporaryAllocation(of: KeyPrint.self, capacity: capacity) {
+            prints -> (Int, Bool, Int) in
+            // A record of scalars, strings and identifiers in one tight pass; any other shape, or bad bytes, in
+            // the checked pass (which gives the same result, or throws the error).
+            if let walk = quickWalk(at: position, prints) { return walk }
+            return try checkedWalk(at: position, prints)
+        }
+        // Past `capacity` entries the later keys were not compared: an exact pass over all of them (rare).
+        if count > capacity && !duplicates { return (end, try hasDuplicateKeys(at: position)) }
+        return (end, duplicates)
+    }
+
+    /// ``checkKeyedContainer(at:)``'s walk: the end, whether a key is stored twice, the number of entries.
+    private func checkedWalk(at position: Int, _ prints: UnsafeMutableBufferPointer<KeyPrint>) throws
+        -> (Int, Bool, Int) {
+        guard try tag(at: position, []) == .keyed else { throw mismatch([String: Int].self, at: position, []) }
+        var count = 0
+        var duplicates = false
+        var seen: UInt64 = 0
+        var p = position + 1
+        while true {
+            let keyLength = try quickOrCheckedVarint(at: &p, [])
+            if keyLength == 0 { return (p, duplicates, count) }
+            guard keyLength - 1 <= UInt64(bytes.count - p) else {
+                throw corrupt("key past the end of the record", at: p, [])
+            }
+            let key = p..<(p + Int(keyLength - 1))
+            p = key.upperBound
+            if !duplicates { duplicates = noteKey(key, count, prints, &seen) }
+            count += 1
+            p = try valueEnd(at: p, depth: 1, [])
+        }
+    }
+
+    /// ``checkedWalk(at:_:)`` for a well-formed record whose values are scalars, strings or keyed containers of
+    /// those, in one pass over the bytes; nil for any other record.
+    @inline(__always)
+    private func quickWalk(at position: Int, _ prints: UnsafeMutableBufferPointer<KeyPrint>) -> (Int, Bool, Int)? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard position < buffer.count, buffer[position] == EntityCodec.Tag.keyed.rawValue else { return nil }
             var count = 0
             var duplicates = false
-            // A 64-bit Bloom filter of the fingerprints: the earlier keys are compared only when a key's bit is set.
             var seen: UInt64 = 0
             var p = position + 1
             while true {
-                let keyLength = try quickOrCheckedVarint(at: &p, [])
-                if keyLength == 0 { return (p, duplicates, count > capacity) }
-                guard keyLength - 1 <= UInt64(bytes.count - p) else {
-                    throw corrupt("key past the end of the record", at: p, [])
-                }
+                guard let keyLength = Self.quickVarint(buffer, &p) else { return nil }
+                if keyLength == 0 { return (p, duplicates, count) }
+                guard keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
                 let key = p..<(p + Int(keyLength - 1))
                 p = key.upperBound
-                if !duplicates && count < capacity {
-                    let print = KeyPrint(key: key, fingerprint: fingerprint(key))
-                    let bit: UInt64 = 1 << ((print.fingerprint &* 0x9E37_79B9_7F4A_7C15) >> 58)
-                    if seen & bit != 0 {
-                        for i in 0..<count where prints[i].fingerprint == print.fingerprint
-                            && keysEqual(prints[i].key, key) {
-                            duplicates = true
-                            break
-                        }
-                    }
-                    seen |= bit
-                    (prints.baseAddress! + count).initialize(to: print)
-                }
+                if !duplicates { duplicates = noteKey(key, count, prints, &seen) }
                 count += 1
-                p = try valueEnd(at: p, depth: 1, [])
+                guard let end = Self.quickValueEnd(buffer, at: p, depth: 1) else { return nil }
+                p = end
             }
         }
-        // Past `capacity` entries the later keys were not compared: an exact pass over all of them (rare).
-        if overflow && !duplicates { return (end, try hasDuplicateKeys(at: position)) }
-        return (end, duplicates)
+    }
+
+    /// Notes `key`, the record's entry number `count`, in `prints` (the first `prints.count` keys only), and
+    /// tells whether an earlier key equals it. `seen` is a 64-bit Bloom filter of the fingerprints noted: the
+    /// earlier keys are compared only when the key's bit is set.
+    @inline(__always)
+    private func noteKey(_ key: Range<Int>, _ count: Int, _ prints: UnsafeMutableBufferPointer<KeyPrint>,
+                         _ seen: inout UInt64) -> Bool {
+        guard count < prints.count else { return false }
+        let print = KeyPrint(key: key, fingerprint: fingerprint(key))
+        let bit: UInt64 = 1 << ((print.fingerprint &* 0x9E37_79B9_7F4A_7C15) >> 58)
+        (prints.baseAddress! + count).initialize(to: print)
+        if seen & bit == 0 {
+            seen |= bit
+            return false
+        }
+        for i in 0..<count where prints[i].fingerprint == print.fingerprint && keysEqual(prints[i].key, key) {
+            return true
+        }
+        return false
     }
 
     /// Whether two entries of the (already checked) keyed container at `position` have the same key: pairwise.
@@ -113,7 +153,7 @@ func bytesEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count n: Int) -> B
 }
 
 /// A key of the checking pass: where its bytes are and their fingerprint.
-private struct KeyPrint {
+struct KeyPrint {
     var key: Range<Int>
     var fingerprint: UInt64
 }
