@@ -39,6 +39,10 @@ public struct EntityRecordReader {
     /// The value position of `key`'s first entry, or nil. (The record was checked when opened: the walk
     /// cannot fail, its errors are only passed on.)
     private mutating func find(_ key: StaticString) throws -> Int? {
+        if !hasDuplicateKeys, let (value, end) = quickNext(key) {
+            next = end
+            return value
+        }
         if !hasDuplicateKeys, let entry = try reader.entry(at: next), matches(entry.key, key) {
             next = try reader.valueEnd(at: entry.value, depth: 1, [])
             return entry.value
@@ -52,6 +56,25 @@ public struct EntityRecordReader {
             }
         }
         return nil
+    }
+
+    /// The cursor read of ``find(_:)`` in one pass over the bytes: the value position of the entry at ``next``
+    /// and the position after its value when that entry is `key`'s and its value a scalar, a string or an
+    /// identifier; else nil (``find(_:)`` then takes its general path).
+    @inline(__always)
+    private func quickNext(_ key: StaticString) -> (value: Int, end: Int)? {
+        reader.bytes.withUnsafeBufferPointer { buffer in
+            var p = next
+            guard let keyLength = BinaryReader.quickVarint(buffer, &p), keyLength != 0,
+                  keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
+            let value = p + Int(keyLength - 1)
+            let same = key.withUTF8Buffer { name in
+                name.count == value - p
+                    && (name.isEmpty || bytesEqual(buffer.baseAddress! + p, name.baseAddress!, count: name.count))
+            }
+            guard same, let end = BinaryReader.quickValueEnd(buffer, at: value, depth: 1) else { return nil }
+            return (value, end)
+        }
     }
 
     private mutating func position(_ key: StaticString) throws -> Int {
