@@ -59,19 +59,19 @@ struct BinaryReader {
             return p + n
         case .keyed:
             while true {
-                let keyLength = try varint(at: &p, codingPath())
+                let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
                 if keyLength == 0 { return p }
                 guard keyLength - 1 <= UInt64(bytes.count - p) else {
                     throw corrupt("key past the end of the record", at: p, codingPath())
                 }
                 p += Int(keyLength - 1)
-                p = try skip(at: p, depth: depth + 1, codingPath())
+                p = try valueEnd(at: p, depth: depth + 1, codingPath())
             }
         case .unkeyed:
             while true {
                 guard p < bytes.count else { throw corrupt("truncated container", at: p, codingPath()) }
                 if bytes[p] == EntityCodec.Tag.end.rawValue { return p + 1 }
-                p = try skip(at: p, depth: depth + 1, codingPath())
+                p = try valueEnd(at: p, depth: depth + 1, codingPath())
             }
         }
     }
@@ -88,37 +88,31 @@ struct BinaryReader {
         entries.reserveCapacity(16)   // one allocation for a typical entity instead of one per doubling
         var p = position + 1
         while true {
-            let keyLength = try varint(at: &p, codingPath())
+            let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
             if keyLength == 0 { return (entries, p) }
             guard keyLength - 1 <= UInt64(bytes.count - p) else {
                 throw corrupt("key past the end of the record", at: p, codingPath())
             }
             let key = p..<(p + Int(keyLength - 1))
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325   // FNV-1a
-            for i in key { hash = (hash ^ UInt64(bytes[i])) &* 0x100_0000_01b3 }
             p = key.upperBound
-            entries.append(KeyedEntry(key: key, value: p, hash: hash))
-            p = try skip(at: p, depth: depth + 1, codingPath())
+            entries.append(KeyedEntry(key: key, value: p))
+            p = try valueEnd(at: p, depth: depth + 1, codingPath())
         }
     }
 
     /// Whether the key bytes at `range` are `name`. Compares in place (no slice or `UTF8View` iteration).
+    @inline(__always)
     func key(_ range: Range<Int>, equals name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard range.count == name.count else { return false }
+        guard let name = name.baseAddress else { return true }
         return bytes.withUnsafeBufferPointer { bytes in
-            var i = range.lowerBound
-            for byte in name {
-                if bytes[i] != byte { return false }
-                i += 1
-            }
-            return true
+            bytesEqual(bytes.baseAddress! + range.lowerBound, name, count: range.count)
         }
     }
 }
 
-/// An entry of a keyed container: where its key's bytes are, where its value starts, and its key's FNV-1a hash.
+/// An entry of a keyed container: where its key's bytes are and where its value starts.
 struct KeyedEntry {
     var key: Range<Int>
     var value: Int
-    var hash: UInt64
 }

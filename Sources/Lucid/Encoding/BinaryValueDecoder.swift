@@ -28,7 +28,8 @@ extension BinaryReader {
     }
 
     func isNil(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {
-        try tag(at: position, codingPath()) == .null
+        if let isNil = quickIsNil(at: position) { return isNil }
+        return try tag(at: position, codingPath()) == .null
     }
 
     func decodeBool(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {
@@ -40,6 +41,7 @@ extension BinaryReader {
     }
 
     func decodeString(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
+        if let string = quickString(at: position) { return string }
         guard try tag(at: position, codingPath()) == .string else { throw mismatch(String.self, at: position, codingPath()) }
         var p = position + 1
         let n = try length(at: &p, codingPath())
@@ -47,6 +49,7 @@ extension BinaryReader {
     }
 
     func decodeDouble(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Double {
+        if let double = quickDouble(at: position) { return double }
         switch try tag(at: position, codingPath()) {
         case .double: return Double(bitPattern: try fixed(8, at: position + 1, codingPath()))
         case .float: return Double(Float(bitPattern: UInt32(try fixed(4, at: position + 1, codingPath()))))
@@ -56,6 +59,7 @@ extension BinaryReader {
     }
 
     func decodeInt64(at position: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Int64 {
+        if let value = quickInt64(at: position) { return value }
         var p = position + 1
         switch try tag(at: position, codingPath()) {
         case .int:
@@ -224,7 +228,7 @@ struct UnkeyedBinaryDecodingContainer: UnkeyedDecodingContainer {
             throw DecodingError.valueNotFound(Any.self, .init(codingPath: codingPath, debugDescription: "unkeyed container at its end"))
         }
         let p = cursor
-        cursor = try reader.skip(at: p, depth: codingPath.count + 1, codingPath)
+        cursor = try reader.valueEnd(at: p, depth: codingPath.count + 1, codingPath)
         currentIndex += 1
         return p
     }

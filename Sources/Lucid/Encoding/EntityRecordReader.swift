@@ -12,56 +12,73 @@ import Foundation
 ///   of the type's range, `dataCorrupted` for malformed bytes).
 public struct EntityRecordReader {
     private let reader: BinaryReader
-    /// The record's entries, in record order.
-    private let entries: [KeyedEntry]
     /// Whether some key is stored twice: every lookup then scans from the first entry.
     private let hasDuplicateKeys: Bool
-    /// The entry the next read looks at first: the one after the last entry read.
-    private var next = 0
+    /// Where the entry the next read looks at first starts (the one after the last entry read): the position
+    /// of its key's length.
+    private var next = Self.firstEntry
+    /// Where the record's first entry starts: after the version byte and the keyed container's tag.
+    private static var firstEntry: Int { 2 }
 
     init(_ bytes: [UInt8]) throws {
         try EntityCodec.checkVersion(bytes)
         let reader = BinaryReader(bytes: bytes)
-        let (entries, end) = try reader.keyedEntries(at: 1, depth: 0, [])
+        let (end, hasDuplicateKeys) = try reader.checkKeyedContainer(at: 1)
         guard end == bytes.count else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
         }
         self.reader = reader
-        self.entries = entries
-        hasDuplicateKeys = Self.hasDuplicates(entries, in: reader)
+        self.hasDuplicateKeys = hasDuplicateKeys
     }
 
-    /// Whether two entries have the same key: their hashes are compared pairwise (O(n²) integer comparisons,
-    /// n ≈ 10), their bytes only when two hashes are equal.
-    private static func hasDuplicates(_ entries: [KeyedEntry], in reader: BinaryReader) -> Bool {
-        for i in entries.indices {
-            for j in (i + 1)..<entries.count where entries[j].hash == entries[i].hash {
-                let a = entries[i].key, b = entries[j].key
-                if a.count == b.count && reader.bytes[a].elementsEqual(reader.bytes[b]) { return true }
+    @inline(__always)
+    private func matches(_ entryKey: Range<Int>, _ key: StaticString) -> Bool {
+        key.withUTF8Buffer { reader.key(entryKey, equals: $0) }
+    }
+
+    /// The value position of `key`'s first entry, or nil. (The record was checked when opened: the walk
+    /// cannot fail, its errors are only passed on.)
+    private mutating func find(_ key: StaticString) throws -> Int? {
+        if !hasDuplicateKeys, let (value, end) = quickNext(key) {
+            next = end
+            return value
+        }
+        if !hasDuplicateKeys, let entry = try reader.entry(at: next), matches(entry.key, key) {
+            next = try reader.valueEnd(at: entry.value, depth: 1, [])
+            return entry.value
+        }
+        var p = Self.firstEntry
+        while let entry = try reader.entry(at: p) {
+            p = try reader.valueEnd(at: entry.value, depth: 1, [])
+            if matches(entry.key, key) {
+                next = p
+                return entry.value
             }
-        }
-        return false
-    }
-
-    private func matches(_ entry: Int, _ key: StaticString) -> Bool {
-        key.withUTF8Buffer { reader.key(entries[entry].key, equals: $0) }
-    }
-
-    /// The value position of `key`'s first entry, or nil.
-    private mutating func find(_ key: StaticString) -> Int? {
-        if !hasDuplicateKeys, next < entries.count, matches(next, key) {
-            next += 1
-            return entries[next - 1].value
-        }
-        for i in entries.indices where matches(i, key) {
-            next = i + 1
-            return entries[i].value
         }
         return nil
     }
 
+    /// The cursor read of ``find(_:)`` in one pass over the bytes: the value position of the entry at ``next``
+    /// and the position after its value when that entry is `key`'s and its value a scalar, a string or an
+    /// identifier; else nil (``find(_:)`` then takes its general path).
+    @inline(__always)
+    private func quickNext(_ key: StaticString) -> (value: Int, end: Int)? {
+        reader.bytes.withUnsafeBufferPointer { buffer in
+            var p = next
+            guard let keyLength = BinaryReader.quickVarint(buffer, &p), keyLength != 0,
+                  keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
+            let value = p + Int(keyLength - 1)
+            let same = key.withUTF8Buffer { name in
+                name.count == value - p
+                    && (name.isEmpty || bytesEqual(buffer.baseAddress! + p, name.baseAddress!, count: name.count))
+            }
+            guard same, let end = BinaryReader.quickValueEnd(buffer, at: value, depth: 1) else { return nil }
+            return (value, end)
+        }
+    }
+
     private mutating func position(_ key: StaticString) throws -> Int {
-        guard let p = find(key) else {
+        guard let p = try find(key) else {
             throw DecodingError.keyNotFound(RecordKey(key), .init(codingPath: [], debugDescription: "no value for \(key)"))
         }
         return p
@@ -69,7 +86,7 @@ public struct EntityRecordReader {
 
     /// The value position of `key`, or nil when it is absent or null (`decodeIfPresent`).
     private mutating func presentPosition(_ key: StaticString) throws -> Int? {
-        guard let p = find(key), try !reader.isNil(at: p, [RecordKey(key)]) else { return nil }
+        guard let p = try find(key), try !reader.isNil(at: p, [RecordKey(key)]) else { return nil }
         return p
     }
 
@@ -203,7 +220,7 @@ extension BinaryReader {
         var remote: Int?
         var p = position + 1
         while true {
-            let keyLength = try varint(at: &p, codingPath())
+            let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
             if keyLength == 0 { break }
             guard keyLength - 1 <= UInt64(bytes.count - p) else {
                 throw corrupt("key past the end of the record", at: p, codingPath())
@@ -212,7 +229,7 @@ extension BinaryReader {
             p = key.upperBound
             if local == nil, isKey(key, "local") { local = p }
             else if remote == nil, isKey(key, "remote") { remote = p }
-            p = try skip(at: p, depth: depth + 1, codingPath())
+            p = try valueEnd(at: p, depth: depth + 1, codingPath())
         }
         var localValue: String?
         if let local, try !isNil(at: local, codingPath()) { localValue = try decodeString(at: local, codingPath()) }
