@@ -167,17 +167,21 @@ extension EngineCore {
             try writer.active.writeFiller(from: start, to: target)
             writer.preallocatedEnd = target
         } catch {
+            // The file may now end inside the range: roll and close cut it by the file's size.
             writer.preallocationFailed = true
             options.logger.warning("could not preallocate the log; appending from now on", metadata: ["error": "\(error)"])
         }
     }
 
-    /// Cuts the filler after the active segment's last group (before a roll seals it at its exact length, and on
-    /// close). The caller syncs when the cut must be durable.
-    func cutFiller() throws {
-        guard writer.preallocatedEnd > writer.activeEnd else { return }
-        try writer.active.handle.truncate(to: writer.activeEnd)
+    /// Cuts whatever follows the active segment's last group (before a roll seals it at its exact length, and on
+    /// close): the filler, and a part of one whose write failed, which `preallocatedEnd` does not cover. Returns
+    /// whether the file was cut; the caller syncs when the cut must be durable.
+    @discardableResult
+    func cutFiller() throws -> Bool {
         writer.preallocatedEnd = writer.activeEnd
+        guard try writer.active.handle.size() > writer.activeEnd else { return false }
+        try writer.active.handle.truncate(to: writer.activeEnd)
+        return true
     }
 
     /// After a failed write or sync in ``EngineOptions/SyncMode/always`` mode nothing after the last successful
@@ -206,9 +210,8 @@ extension EngineCore {
     /// durable, recovery still treats the old segment as active and removes the new (empty) file.
     func roll() throws {
         // The sealed length is the file's exact length (recovery checks it): cut the filler, durably, first.
-        let hadFiller = writer.preallocatedEnd > writer.activeEnd
-        try cutFiller()
-        if writer.hasUnsyncedData || hadFiller { try syncActive() }
+        let cut = try cutFiller()
+        if writer.hasUnsyncedData || cut { try syncActive() }
         let old = writer.active
         let sealedLength = writer.activeEnd
         let newId = allocateSegmentId()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LucidEngineTestSupport
 @testable import LucidEngine
 
 /// FORMAT.md "Filler": small durable commits overwrite filler written ahead of the log's end; a crash leaves a
@@ -111,6 +112,29 @@ struct FillerTests {
             #expect(try again.get(Array("key-3".utf8), in: "f") == [UInt8](repeating: 3, count: 100))
             try again.close()
         }
+    }
+
+    @Test("a filler write that fails half-way (disk full) fails no commit, and the roll still seals at the exact length")
+    func failedFillerWrite() throws {
+        let fs = FaultFileSystem()
+        var options = EngineOptions()
+        options.fileSystem = fs
+        options.segmentSize = 1 << 20
+        options.logger.logLevel = .critical
+        let engine = try Engine.open(at: "/store", options: options)
+        try engine.commitAndWait(Self.smallBatch(0))
+        // A group larger than a quarter of the filler appends past it; the small commit after it writes filler,
+        // whose first write fills the disk half-way.
+        var rng = EngineTest.SplitMix64(seed: 0xF11E)
+        try engine.commitAndWait(EngineTest.batch([.put(keyspace: "f", key: Array("big".utf8), value: rng.bytes(300_000))]))
+        fs.failOperation([.write], nth: 2, errno: ENOSPC, shortWrite: true)
+        for i in 1..<20 { try engine.commitAndWait(Self.smallBatch(i)) }
+        try engine.sealActiveSegment()
+        try engine.close()
+        let reopened = try Engine.open(at: "/store", options: options)
+        #expect(try reopened.verify().ok)
+        try Self.checkAll(reopened, count: 20, "after the failed filler write")
+        try reopened.close()
     }
 
     @Test("no filler when preallocation is off, for large groups, or without sync")
