@@ -36,8 +36,13 @@ extension Engine {
         // any order: each key keeps the operation with the highest sequence, whatever file it came from.
         var newest = NewestSequences()
         do {
-            for file in try salvageSources(source, fileSystem: fileSystem, report: &report) {
-                try salvageSegment(file, into: target, newest: &newest, report: &report)
+            let sources = try salvageSources(source, fileSystem: fileSystem, report: &report)
+            // Only the active segment, the last log segment, can end with filler (a roll cuts it before sealing);
+            // 0xFF bytes anywhere else are damage.
+            let active = sources.last { $0.header.kind == Format.segmentKindLog }?.id
+            for file in sources {
+                try salvageSegment(file, fillerAllowed: file.id == active, into: target, newest: &newest,
+                                   report: &report)
             }
             try target.sync()
             try target.close()
@@ -86,8 +91,8 @@ extension Engine {
         }
     }
 
-    private static func salvageSegment(_ file: SegmentFile, into target: Engine, newest: inout NewestSequences,
-                                       report: inout SalvageReport) throws {
+    private static func salvageSegment(_ file: SegmentFile, fillerAllowed: Bool, into target: Engine,
+                                       newest: inout NewestSequences, report: inout SalvageReport) throws {
         var scanner = SegmentScanner(file: file, limit: try file.handle.size())
         var pending: [(PageHeader, PageBuffer)] = []
         /// True while skipping the rest of a group whose beginning was lost.
@@ -102,8 +107,8 @@ extension Engine {
                 dropPending()
                 return
             case .invalid(let offset, _):
-                // Filler after the last group is the end of the log, not damage.
-                if pending.isEmpty, try file.isFiller(from: offset, to: scanner.limit) { return }
+                // Filler after the active segment's last group is the end of the log, not damage.
+                if fillerAllowed, pending.isEmpty, try file.isFiller(from: offset, to: scanner.limit) { return }
                 // The damaged bytes belonged to some group: that group is lost (with any pages read of it).
                 if pending.isEmpty && !skippingGroup { report.groupsLost += 1 }
                 pending.removeAll()

@@ -153,8 +153,9 @@ extension EngineCore {
     /// filler, writes up to ``EngineOptions/logPreallocationBytes`` more after the log's end (not past
     /// `segmentSize`, where the next group rolls), so that the next small commits overwrite instead of append
     /// (see ``SegmentFile/writeFiller(from:to:)``). Large groups gain nothing from it and append as before. The
-    /// same sync makes the filler durable. A failed filler write fails nothing: the tail it leaves is filler or
-    /// nothing, and the writer stops preallocating until reopened.
+    /// same sync makes the filler durable. A filler `pwrite` that fails fails nothing: the tail it leaves is filler
+    /// or nothing, and the writer stops preallocating until reopened. (A failure the file system only reports at
+    /// the sync, such as a writeback error, fails the group like any failed sync.)
     private func preallocate(after written: Int) {
         let chunk = UInt64(options.logPreallocationBytes)
         let end = writer.activeEnd

@@ -75,6 +75,57 @@ struct FillerTests {
         }
     }
 
+    @Test("salvage reads 0xFF as filler only at the end of the active segment; in a sealed one it is damage")
+    func salvageSealedFillerIsDamage() throws {
+        try EngineTest.withTemporaryDirectory { root in
+            let dir = root + "/store"
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+            for i in 0..<10 { try engine.commitAndWait(Self.smallBatch(i)) }
+            try engine.sealActiveSegment()
+            for i in 10..<12 { try engine.commitAndWait(Self.smallBatch(i)) }
+            try engine.close()
+            let sealed = try EngineTest.segmentPaths(dir)[0]
+            var bytes = try EngineTest.readFile(sealed)
+            for i in Format.segmentHeaderLength..<bytes.count { bytes[i] = Format.fillerByte }
+            try EngineTest.writeFile(sealed, bytes)
+            let report = try Engine.salvage(from: dir, to: root + "/out", options: EngineTest.options())
+            #expect(report.groupsCopied == 2)
+            #expect(report.groupsLost >= 1 && report.damagedRanges.contains { $0.file == sealed }, "\(report)")
+        }
+    }
+
+    @Test("a torn last group followed by filler is a dropped tail (strict refuses), not a clean end")
+    func tornGroupBeforeFiller() throws {
+        try EngineTest.withTemporaryDirectory { root in
+            let dir = root + "/store"
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+            for i in 0..<4 { try engine.commitAndWait(Self.smallBatch(i)) }
+            let segment = try EngineTest.activeSegmentPath(dir)
+            let before = EngineTest.logLengths(engine, dir: dir)[segment]!
+            try engine.commitAndWait(EngineTest.batch([.put(keyspace: "f", key: Array("torn".utf8),
+                                                            value: EngineTest.SplitMix64(seed: 7).bytesOf(600))]))
+            let after = EngineTest.logLengths(engine, dir: dir)[segment]!
+            try EngineTest.copyDirectory(dir, to: root + "/image")
+            try engine.close()
+            // The image's last group is torn: its second half reads as the filler it overwrote.
+            let image = root + "/image"
+            let imageSegment = image + "/" + URL(fileURLWithPath: segment).lastPathComponent
+            try EngineTest.overwrite(imageSegment, at: (before + after) / 2,
+                                     with: [UInt8](repeating: Format.fillerByte, count: after - (before + after) / 2))
+            try EngineTest.removeCheckpoints(image)
+            let error = EngineTest.expectLucidError(.corruption, "strict") {
+                try Engine.open(at: image, options: EngineTest.options(recoveryMode: .strict))
+            }
+            #expect(error?.offset == UInt64(before), "\(String(describing: error))")
+            let reopened = try Engine.open(at: image, options: EngineTest.options())
+            #expect(reopened.recoveryReport.droppedBytes > 0)
+            #expect(reopened.recoveryReport.truncatedAtOffset == UInt64(before))
+            #expect(try reopened.get(Array("torn".utf8), in: "f") == nil)
+            try Self.checkAll(reopened, count: 4, "before the torn group")
+            try reopened.close()
+        }
+    }
+
     @Test("a roll seals the segment at its exact length, also when the filler came from before a crash")
     func rollCutsFiller() throws {
         try EngineTest.withTemporaryDirectory { root in
@@ -169,5 +220,13 @@ struct FillerTests {
             }
             #expect(error != nil)
         }
+    }
+}
+
+extension EngineTest.SplitMix64 {
+    /// `count` pseudo-random (incompressible) bytes from this seed.
+    func bytesOf(_ count: Int) -> [UInt8] {
+        var copy = self
+        return copy.bytes(count)
     }
 }
