@@ -323,7 +323,7 @@ struct FaultInjectionTests {
         let models = crashModelPrefixes(batches)
         do {
             let fs = FaultFileSystem()
-            // Appends only (no filler), so that a torn group shows in the file's length.
+            // Appends only (no filler), so that a torn group shows in the file's length (the next base has filler).
             var options = crashFaultOptions(fs)
             options.logPreallocationBytes = 0
             let engine = try Engine.open(at: crashStorePath, options: options)
@@ -341,6 +341,33 @@ struct FaultInjectionTests {
                 if size > durable && size < current { torn = candidate; break }
             }
             bases.append(("torn tail", try #require(torn, "no seed tore the last group"), 9, 9, models))
+        }
+
+        // The same over filler (the default): the last group overwrites filler a sync had made durable, and the
+        // disk kept part of it, the rest still filler (or torn to zeros or garbage).
+        do {
+            let fs = FaultFileSystem()
+            let engine = try Engine.open(at: crashStorePath, options: crashFaultOptions(fs))
+            for batch in batches.prefix(9) { try engine.commitAndWait(crashWriteBatch(batch)) }
+            let start = Int(engine.statistics.totalBytes)
+            fs.failOperation(everyOperation, nth: 2, persistent: true)   // the write happens, the sync does not
+            _ = try? engine.commitAndWait(crashWriteBatch(batches[9]))
+            let path = crashStorePath + "/0000000000000001.seg"
+            let current = fs.bytes(of: path) ?? []
+            let durable = fs.durableBytes(of: path) ?? []
+            try? engine.close()
+            #expect(durable.count == current.count && durable.count > start, "the group was written over filler")
+            var torn: FaultFileSystem?
+            for seed in UInt64(1)..<64 {
+                let candidate = fs.crash(policy: .tornWrites, seed: seed)
+                let image = candidate.bytes(of: path) ?? []
+                guard image.count > start, current.count > start else { continue }
+                let end = min(image.count, current.count, durable.count)
+                let kept = image[start..<end], written = current[start..<end], before = durable[start..<end]
+                if kept != written && kept != before { torn = candidate; break }
+            }
+            bases.append(("torn tail over filler", try #require(torn, "no seed tore the last group over filler"), 9, 9,
+                          models))
         }
 
         // An orphan segment: the roll created the next segment but crashed before the manifest named it.
