@@ -68,6 +68,7 @@ public struct EntityRecordReader {
             guard let keyLength = BinaryReader.quickVarint(buffer, &p), keyLength != 0,
                   keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
             let value = p + Int(keyLength - 1)
+            // `matches` compares the same way, through a second buffer access that costs ~5% of a decode here.
             let same = key.withUTF8Buffer { name in
                 name.count == value - p
                     && (name.isEmpty || bytesEqual(buffer.baseAddress! + p, name.baseAddress!, count: name.count))

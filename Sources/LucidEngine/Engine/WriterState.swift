@@ -14,8 +14,10 @@ final class WriterState: @unchecked Sendable {
     var lastSync = ContinuousClock.now
     /// End of the active segment as of the last successful sync (or open).
     var durableEnd: UInt64 = 0
-    /// End of the filler written ahead of `activeEnd` (equal to it when there is none): writes below it
-    /// overwrite space the file already has (``SegmentFile/writeFiller(from:to:)``).
+    /// End of the filler this session wrote ahead of `activeEnd` (equal to it when there is none): writes below
+    /// it overwrite space the file already has (``SegmentFile/writeFiller(from:to:)``). Filler kept from before
+    /// a crash is not counted (the first small durable commit writes it again); roll and close cut whatever
+    /// follows the log by the file's size, not by this.
     var preallocatedEnd: UInt64 = 0
     /// Set when writing filler failed (a full disk, say): the writer stops preallocating until reopened.
     var preallocationFailed = false

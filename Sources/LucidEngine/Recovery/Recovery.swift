@@ -224,9 +224,6 @@ struct Recovery {
         let writer = WriterState(manifest: manifest, active: active, activeEnd: activeEnd,
                                  nextLSN: nextLSN, syncedLSN: nextLSN - 1, lastSequence: replayer.lastSequence)
         if let start, replayer.records == 0 { writer.checkpointSequence = start.header.lastSequence }
-        // Anything after the last group that replay kept is filler (FORMAT.md "Filler"): the writer may overwrite
-        // it, and a roll must cut it.
-        writer.preallocatedEnd = max(activeEnd, try active.handle.size())
         return (state, writer)
     }
 

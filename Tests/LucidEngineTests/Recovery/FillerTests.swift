@@ -11,6 +11,13 @@ struct FillerTests {
         EngineTest.batch([.put(keyspace: "f", key: Array("key-\(i)".utf8), value: [UInt8](repeating: UInt8(i & 0xFF), count: 100))])
     }
 
+    /// A store at `dir` with durable commits of `smallBatch(0 ..< count)`, still open.
+    static func storeWithCommits(_ dir: String, count: Int) throws -> Engine {
+        let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+        for i in 0..<count { try engine.commitAndWait(smallBatch(i)) }
+        return engine
+    }
+
     static func checkAll(_ engine: Engine, count: Int, _ tag: String) throws {
         for i in 0..<count {
             #expect(try engine.get(Array("key-\(i)".utf8), in: "f") == [UInt8](repeating: UInt8(i & 0xFF), count: 100),
@@ -43,8 +50,7 @@ struct FillerTests {
     func crashImageWithFiller() throws {
         try EngineTest.withTemporaryDirectory { root in
             let dir = root + "/live"
-            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
-            for i in 0..<25 { try engine.commitAndWait(Self.smallBatch(i)) }
+            let engine = try Self.storeWithCommits(dir, count: 25)
             let segment = try EngineTest.activeSegmentPath(dir)
             #expect(try EngineTest.fileSize(segment) > EngineTest.logLengths(engine, dir: dir)[segment]!)
             // A crash image: the files as a kill -9 leaves them (every write here was synced).
@@ -79,8 +85,7 @@ struct FillerTests {
     func salvageSealedFillerIsDamage() throws {
         try EngineTest.withTemporaryDirectory { root in
             let dir = root + "/store"
-            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
-            for i in 0..<10 { try engine.commitAndWait(Self.smallBatch(i)) }
+            let engine = try Self.storeWithCommits(dir, count: 10)
             try engine.sealActiveSegment()
             for i in 10..<12 { try engine.commitAndWait(Self.smallBatch(i)) }
             try engine.close()
@@ -98,12 +103,11 @@ struct FillerTests {
     func tornGroupBeforeFiller() throws {
         try EngineTest.withTemporaryDirectory { root in
             let dir = root + "/store"
-            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
-            for i in 0..<4 { try engine.commitAndWait(Self.smallBatch(i)) }
+            let engine = try Self.storeWithCommits(dir, count: 4)
             let segment = try EngineTest.activeSegmentPath(dir)
             let before = EngineTest.logLengths(engine, dir: dir)[segment]!
-            try engine.commitAndWait(EngineTest.batch([.put(keyspace: "f", key: Array("torn".utf8),
-                                                            value: EngineTest.SplitMix64(seed: 7).bytesOf(600))]))
+            var rng = EngineTest.SplitMix64(seed: 7)
+            try engine.commitAndWait(EngineTest.batch([.put(keyspace: "f", key: Array("torn".utf8), value: rng.bytes(600))]))
             let after = EngineTest.logLengths(engine, dir: dir)[segment]!
             try EngineTest.copyDirectory(dir, to: root + "/image")
             try engine.close()
@@ -220,13 +224,5 @@ struct FillerTests {
             }
             #expect(error != nil)
         }
-    }
-}
-
-extension EngineTest.SplitMix64 {
-    /// `count` pseudo-random (incompressible) bytes from this seed.
-    func bytesOf(_ count: Int) -> [UInt8] {
-        var copy = self
-        return copy.bytes(count)
     }
 }
