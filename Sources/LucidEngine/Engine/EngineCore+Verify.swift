@@ -18,7 +18,7 @@ extension EngineCore {
             try PageFetch.terms(at: location, file: files[UInt64(location.segment)], cache: cache, storePath: storePath)
         }
         var expectedLSN: UInt64?
-        for entry in snapshot.manifest.segments {
+        for (position, entry) in snapshot.manifest.segments.enumerated() {
             guard let file = snapshot.segments[entry.id] else {
                 report.problems.append(VerifyProblem(kind: .missingOrWrongLength, file: path + "/"
                                                      + Format.segmentFileName(entry.id), offset: nil,
@@ -28,7 +28,8 @@ extension EngineCore {
             let length = snapshot.visibleLength(of: file.id)
             report.segments += 1
             report.bytes += length
-            if let expected = expectedLSN, expected != file.header.firstLSN {
+            let continuesCompaction = position > 0 && snapshot.manifest.segments[position - 1].continuedBy(entry)
+            if let expected = expectedLSN, expected != file.header.firstLSN, !continuesCompaction {
                 report.problems.append(VerifyProblem(kind: .corruption, file: file.path, offset: 32,
                                                      detail: "segment starts at LSN \(file.header.firstLSN), expected \(expected)"))
             }

@@ -17,6 +17,14 @@ struct Manifest: Sendable, Hashable {
         var kind: Kind = .log
         /// For a sealed segment, the LSN the next log segment starts at (0: unknown, a version 1 manifest).
         var endLSN: UInt64 = 0
+
+        /// True when `next` is a further output of the compaction that wrote this segment: every output of one
+        /// compaction replaces the same stretch of log, so they share `firstLSN` and `endLSN`, and the log's
+        /// LSNs continue only after the last of them.
+        func continuedBy(_ next: Segment) -> Bool {
+            kind == .compacted && next.kind == .compacted && sealed && next.sealed
+                && firstLSN == next.firstLSN && endLSN == next.endLSN
+        }
     }
 
     var version: UInt64

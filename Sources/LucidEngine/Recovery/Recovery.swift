@@ -161,6 +161,8 @@ struct Recovery {
         let coveredPosition = start.flatMap { manifest.position(of: $0.header.coveredSegment) }
         for (position, entry) in ordered.enumerated() {
             let file = opened.files[entry.id]!
+            // The second and later outputs of one compaction replace the same stretch of log as the first.
+            let continuesCompaction = position > 0 && ordered[position - 1].continuedBy(entry)
             var from = UInt64(Format.segmentHeaderLength)
             var firstLSN = entry.firstLSN
             if let start, let coveredPosition {
@@ -178,7 +180,7 @@ struct Recovery {
             }
             if entry.kind == .compacted {
                 // Pages of a compacted segment count their LSNs from 1; the log continues at its end LSN.
-                if let expected = expectedLSN, expected != entry.firstLSN {
+                if let expected = expectedLSN, expected != entry.firstLSN, !continuesCompaction {
                     if start != nil { throw RestartWithoutCheckpoint() }
                     throw LucidError.corruption("compacted segment replaces the log from LSN \(entry.firstLSN), "
                                                 + "expected \(expected)", file: file.path, offset: 32)

@@ -79,6 +79,30 @@ struct CompactionTests {
         #expect(scan == before)
     }
 
+    @Test("a compaction into several output segments verifies, and reopens with and without its checkpoint")
+    func severalOutputs() throws {
+        let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-outputs")
+        defer { try? CorruptionHelpers.removeDirectory(directory) }
+        let engine = try Engine.open(at: directory, options: Self.options)
+        var rng = SplitMix64(seed: 41)
+        // 3,000 incompressible values of 900 bytes: about 2.6 MiB of live data, three 1 MiB outputs.
+        for start in stride(from: 0, to: 3_000, by: 10) {
+            var batch = WriteBatch()
+            for i in start..<start + 10 { batch.put(rng.bytes(900), forKey: Self.bytes("k\(i)"), in: "t") }
+            try engine.commitAndWait(batch)
+        }
+        try engine.sealActiveSegment()
+        let before = try CheckpointTests.dump(engine)
+        let summary = try engine.compactAndWait()
+        #expect(summary.outputSegments.count >= 2, "the live data needs several output segments")
+        let report = try engine.verify()
+        #expect(report.ok, "\(report.problems)")
+        try engine.close()
+        let (checkpoint, scan) = try Self.reopenBothWays(directory)
+        #expect(checkpoint == before)
+        #expect(scan == before)
+    }
+
     @Test("a deletion survives the compaction of its segment alone while an older segment holds the value")
     func tombstoneResurrection() throws {
         let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-tomb")
