@@ -119,6 +119,7 @@ final class CoreManagerStore: BenchStore, Committer {
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
+        options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
         self.options = options
         engine = try Engine.open(at: path, options: options)

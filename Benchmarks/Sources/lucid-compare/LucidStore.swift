@@ -5,6 +5,9 @@ import LucidEngine
 /// children inherit it), to measure the read/size trade-off of smaller pages.
 let benchPageSize = ProcessInfo.processInfo.environment["LUCID_PAGE_SIZE"].flatMap(Int.init) ?? EngineOptions().pageSize
 
+/// Whether the engine maps sealed segments (``EngineOptions/memoryMappedReads``): on, unless `LUCID_MAPPED_READS=0`.
+let benchMappedReads = ProcessInfo.processInfo.environment["LUCID_MAPPED_READS"] != "0"
+
 /// LucidEngine through its public API, one keyspace "books". Records carry their genre and rating index terms
 /// (logged with the record, as the data layer will write them), so load and size figures already pay for them.
 final class LucidStore: BenchStore, Committer {
@@ -24,6 +27,7 @@ final class LucidStore: BenchStore, Committer {
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
+        options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
         self.options = options
         engine = try Engine.open(at: path, options: options)

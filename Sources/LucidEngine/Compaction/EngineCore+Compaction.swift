@@ -209,6 +209,7 @@ extension EngineCore {
             }
         }
         for (entry, file) in zip(outputs, files) {
+            if options.memoryMappedReads { file.mapSealed(length: entry.sealedLength) }
             next.segments[entry.id] = file
             next.sealedLengths[entry.id] = entry.sealedLength
         }

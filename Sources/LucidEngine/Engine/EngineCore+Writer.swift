@@ -120,6 +120,7 @@ extension EngineCore {
         let segmentId = UInt32(truncatingIfNeeded: segment.id)
         let placements = builder.placements
         let newEnd = writer.activeEnd
+        segment.setReadableEnd(newEnd)
         autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
         autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
         let liveDelta = state.write { s in
@@ -233,6 +234,10 @@ extension EngineCore {
         writer.activeEnd = UInt64(Format.segmentHeaderLength)
         writer.durableEnd = writer.activeEnd
         writer.preallocatedEnd = writer.activeEnd
+        if options.memoryMappedReads {
+            old.mapSealed(length: sealedLength)
+            file.mapActive(end: UInt64(Format.segmentHeaderLength), segmentSize: options.segmentSize)
+        }
         state.write { s in
             s.sealedLengths[old.id] = sealedLength
             s.segments[newId] = file

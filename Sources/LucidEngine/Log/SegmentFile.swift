@@ -7,6 +7,11 @@ final class SegmentFile: Sendable {
     let path: String
     let header: SegmentHeader
     let handle: any FileHandle
+    /// The file's bytes, mapped by ``map(capacity:)``; nil reads with `pread`.
+    let mapping = Mutex<FileMapping?>(nil)
+    /// How far reads through the mapping may go: the sealed length, or the active segment's published end
+    /// (stored before the records are published, so a location a reader holds never lies past it).
+    let readableEnd = Atomic<UInt64>(0)
 
     init(id: UInt64, path: String, header: SegmentHeader, handle: any FileHandle) {
         self.id = id
@@ -24,6 +29,12 @@ final class SegmentFile: Sendable {
     /// One `pread` covers the header and `expectedStoredLength` payload bytes (the writer's page size is a good
     /// guess: a payload is stored compressed only when that saves 1/8); a larger page costs a second one.
     func readPage(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int = 0) throws -> (PageHeader, PageBuffer) {
+        if let mapped = mapping.withLock({ $0 }) {
+            let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
+            if offset + UInt64(Format.pageHeaderLength) <= limit {
+                return try readPage(at: offset, fileEnd: min(fileEnd, limit), in: mapped.bytes)
+            }
+        }
         let headerLength = Format.pageHeaderLength
         guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {
             throw LucidError.corruption("page offset out of range", file: path, offset: offset)

@@ -125,6 +125,7 @@ struct Recovery {
         state.segments[1] = first
         state.activeSegment = 1
         state.activeEnd = UInt64(Format.segmentHeaderLength)
+        if options.memoryMappedReads { first.mapActive(end: state.activeEnd, segmentSize: options.segmentSize) }
         let writer = WriterState(manifest: manifest, active: first, activeEnd: state.activeEnd,
                                  nextLSN: 1, syncedLSN: 0, lastSequence: 0)
         return (state, writer)
@@ -211,6 +212,7 @@ struct Recovery {
             activeFile = file
             state.activeSegment = entry.id
             state.activeEnd = activeEnd
+            if options.memoryMappedReads { file.mapActive(end: activeEnd, segmentSize: options.segmentSize) }
         }
         guard let active = activeFile, let nextLSN = expectedLSN else {
             throw LucidError.corruption("manifest names no active segment", file: path, offset: 0)
@@ -286,7 +288,9 @@ struct Recovery {
                                             file: path, offset: min(size, entry.sealedLength))
             }
         }
-        return SegmentFile(id: entry.id, path: path, header: header, handle: handle)
+        let file = SegmentFile(id: entry.id, path: path, header: header, handle: handle)
+        if entry.sealed, options.memoryMappedReads { file.mapSealed(length: entry.sealedLength) }
+        return file
     }
 }
 

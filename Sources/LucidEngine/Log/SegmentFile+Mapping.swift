@@ -1,0 +1,58 @@
+extension SegmentFile {
+    /// Maps `capacity` bytes of the file (more than it holds is allowed: only bytes below ``readableEnd`` are
+    /// ever read), so that page reads check and decompress straight from the page cache instead of a `pread`
+    /// into a buffer. Does nothing for a file layer that cannot map (the fault-injecting one) or when `mmap`
+    /// fails: reads then keep using `pread`. Cost: one `mmap` call; pages fault in on first use.
+    ///
+    /// Sound because the engine never changes or cuts a byte below a segment's published end: the writer
+    /// appends (and cuts only its own filler, past the end), and a sealed segment is immutable.
+    func map(capacity: UInt64) {
+        guard capacity > UInt64(Format.segmentHeaderLength), capacity <= UInt64(Int.max),
+              let posix = handle as? PosixFileHandle,
+              let mapped = try? posix.map(length: Int(capacity)) else { return }
+        mapping.withLock { $0 = mapped }
+    }
+
+    /// Maps a sealed segment of `length` bytes (its file's size) and lets reads use all of it. A segment mapped
+    /// while it was active keeps that mapping when it covers `length`.
+    func mapSealed(length: UInt64) {
+        setReadableEnd(length)
+        if mapping.withLock({ ($0?.bytes.count ?? 0) >= length }) { return }
+        map(capacity: length)
+    }
+
+    /// Maps the active segment, whose published end is `end`, with room to grow to a quarter past `segmentSize`
+    /// (pages beyond that are read with `pread`).
+    func mapActive(end: UInt64, segmentSize: UInt64) {
+        setReadableEnd(end)
+        map(capacity: max(end, segmentSize + segmentSize / 4))
+    }
+
+    /// Moves the bound of mapped reads: the writer calls it with the active segment's end before publishing the
+    /// records below it.
+    func setReadableEnd(_ end: UInt64) { readableEnd.store(end, ordering: .releasing) }
+
+    /// The verified page at `offset` from the mapped bytes: the same checks as the `pread` path, with `fileEnd`
+    /// at most the readable end, so a damaged header can never make a read leave the file.
+    func readPage(at offset: UInt64, fileEnd: UInt64, in bytes: UnsafeRawBufferPointer) throws -> (PageHeader, PageBuffer) {
+        let headerLength = Format.pageHeaderLength
+        precondition(fileEnd <= UInt64(bytes.count))
+        guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {
+            throw LucidError.corruption("page offset out of range", file: path, offset: offset)
+        }
+        let start = Int(offset)
+        let available = fileEnd - offset - UInt64(headerLength)
+        let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[start..<start + headerLength])
+        let header: PageHeader
+        switch PageHeader.decode(headerBytes, expectedSalt: self.header.pageSalt, bytesAvailable: available) {
+        case .success(let h): header = h
+        case .failure(let why): throw LucidError.corruption("invalid page header: \(why)", file: path, offset: offset)
+        }
+        // decode checked storedLength against `available`: the payload lies inside the readable bytes.
+        let payloadStart = start + headerLength
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + Int(header.storedLength)])
+        let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
+                                                file: path, offset: offset)
+        return (header, PageBuffer(raw))
+    }
+}
