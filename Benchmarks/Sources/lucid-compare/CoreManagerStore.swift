@@ -98,7 +98,7 @@ final class CoreManagerStore: BenchStore, Committer {
     static func settings(cached: Bool) -> String {
         "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
             + " on LucidEngine (syncMode .none during the load then one sync(), \(benchPageSize >> 10) KiB pages, "
-            + "\(engineCacheBytes >> 20) MiB page cache); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
+            + "\(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads)); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
             + "indexes genre and rating) written with "
             + "set([1000 entities]), read with get(byID:), queries through search(withQuery:)"
     }

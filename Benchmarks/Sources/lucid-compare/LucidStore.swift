@@ -13,7 +13,8 @@ let benchMappedReads = ProcessInfo.processInfo.environment["LUCID_MAPPED_READS"]
 final class LucidStore: BenchStore, Committer {
     static let keyspace = "books"
     static let settings = "LucidEngine: syncMode .none during the load then one sync() (suffix-only loss on crash), "
-        + "\(benchPageSize >> 10) KiB pages, \(engineCacheBytes >> 20) MiB page cache, 64 MiB segments; each record carries 2 index "
+        + "\(benchPageSize >> 10) KiB pages, \(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads) "
+        + "(recommended for reads of data larger than the cache), 64 MiB segments; each record carries 2 index "
         + "terms (genre, rating) in the log; gets via Engine.get, scan via snapshot().forEach"
     static let durableSettings = "LucidEngine: syncMode .always (fdatasync per commit group, group commit), "
         + "commitAndWait per record"

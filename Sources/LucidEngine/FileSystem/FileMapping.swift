@@ -8,10 +8,11 @@ import Darwin
 
 /// A read-only, shared mapping of a file's first `length` bytes, unmapped when the last reference goes.
 ///
-/// The engine maps only sealed segments: their bytes never change and they are never cut, so every byte of the
-/// mapping stays backed by the file while it lives (a deleted file stays readable through it). Callers read only
-/// inside `length`, which is the file's size when it was mapped. Reading a mapped page the disk cannot deliver
-/// raises SIGBUS instead of an error, which is why mapping is an option (``EngineOptions/memoryMappedReads``).
+/// `length` may exceed the file's size; touching a page past the end of the file raises SIGBUS, so callers read
+/// only below a bound they know the file holds (``SegmentFile/readableEnd``: the engine never cuts a segment
+/// below it, and a deleted file stays readable through its mapping). Reading a mapped page the disk cannot
+/// deliver raises SIGBUS too, instead of an error, which is why mapping is an option
+/// (``EngineOptions/memoryMappedReads``).
 final class FileMapping: @unchecked Sendable {
     // @unchecked: the pointer is read-only memory that lives as long as this object; nothing mutates it.
     let bytes: UnsafeRawBufferPointer
