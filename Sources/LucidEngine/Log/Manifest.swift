@@ -18,12 +18,13 @@ struct Manifest: Sendable, Hashable {
         /// For a sealed segment, the LSN the next log segment starts at (0: unknown, a version 1 manifest).
         var endLSN: UInt64 = 0
 
-        /// True when `next` is a further output of the compaction that wrote this segment: every output of one
-        /// compaction replaces the same stretch of log, so they share `firstLSN` and `endLSN`, and the log's
-        /// LSNs continue only after the last of them.
+        /// True when compacted segment `next` picks up the stretch of log this compacted segment replaced, without
+        /// a gap: it starts at or before this one's end and reaches at least as far. Every output of one compaction
+        /// replaces the same stretch (same `firstLSN` and `endLSN`), and a later compaction of the last of them
+        /// with the log after it starts inside that stretch (its `firstLSN` is the output's) and ends further on.
         func continuedBy(_ next: Segment) -> Bool {
-            kind == .compacted && next.kind == .compacted && sealed && next.sealed
-                && firstLSN == next.firstLSN && endLSN == next.endLSN
+            kind == .compacted && next.kind == .compacted && sealed && next.sealed && endLSN != 0
+                && next.firstLSN <= endLSN && next.endLSN >= endLSN
         }
     }
 

@@ -103,6 +103,40 @@ struct CompactionTests {
         #expect(scan == before)
     }
 
+    @Test("compacting the last output of a compaction with the log after it verifies and reopens without checkpoint")
+    func recompactionOfTheLastOutput() throws {
+        let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-again")
+        defer { try? CorruptionHelpers.removeDirectory(directory) }
+        let engine = try Engine.open(at: directory, options: Self.options)
+        var rng = SplitMix64(seed: 43)
+        func fill(_ range: Range<Int>) throws {
+            for start in stride(from: range.lowerBound, to: range.upperBound, by: 10) {
+                var batch = WriteBatch()
+                for i in start..<start + 10 { batch.put(rng.bytes(900), forKey: Self.bytes("k\(i)"), in: "t") }
+                try engine.commitAndWait(batch)
+            }
+        }
+        try fill(0..<3_000)
+        try engine.sealActiveSegment()
+        let first = try engine.compactAndWait()
+        #expect(first.outputSegments.count >= 2)
+        try fill(3_000..<3_200)
+        try engine.sealActiveSegment()
+        // The last output and the log segment after it: the new output replaces the log from inside the stretch
+        // the first compaction's outputs replaced, to past its end.
+        let manifest = engine.core.currentState().manifest
+        let lastOutput = try #require(first.outputSegments.last)
+        let position = try #require(manifest.position(of: lastOutput))
+        _ = try engine.compactAndWait(CompactionOptions(segments: [lastOutput, manifest.segments[position + 1].id]))
+        let before = try CheckpointTests.dump(engine)
+        let report = try engine.verify()
+        #expect(report.ok, "\(report.problems)")
+        try engine.close()
+        let (checkpoint, scan) = try Self.reopenBothWays(directory)
+        #expect(checkpoint == before)
+        #expect(scan == before)
+    }
+
     @Test("a deletion survives the compaction of its segment alone while an older segment holds the value")
     func tombstoneResurrection() throws {
         let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-tomb")
