@@ -22,7 +22,8 @@ extension SegmentFile {
     }
 
     /// Maps the active segment, whose published end is `end`, with room to grow to a quarter past `segmentSize`
-    /// (pages beyond that are read with `pread`).
+    /// (a page that does not end inside the mapping is read with `pread`; a segment grows past its size by at most
+    /// one commit group, which can be large).
     func mapActive(end: UInt64, segmentSize: UInt64) {
         setReadableEnd(end)
         map(capacity: max(end, segmentSize + segmentSize / 4))
@@ -32,24 +33,25 @@ extension SegmentFile {
     /// records below it.
     func setReadableEnd(_ end: UInt64) { readableEnd.store(end, ordering: .releasing) }
 
-    /// The verified page at `offset` from the mapped bytes: the same checks as the `pread` path, with `fileEnd`
-    /// at most the readable end, so a damaged header can never make a read leave the file.
-    func readPage(at offset: UInt64, fileEnd: UInt64, in bytes: UnsafeRawBufferPointer) throws -> (PageHeader, PageBuffer) {
+    /// The verified page at `offset` from the mapped bytes, with the `pread` path's checks against `fileEnd`; nil
+    /// when the page does not lie wholly below `limit` (the readable end, at most the mapping's size), for the
+    /// `pread` path to read. So a damaged header can never make a read leave the bytes the file holds.
+    func readPage(at offset: UInt64, fileEnd: UInt64, limit: UInt64,
+                  in bytes: UnsafeRawBufferPointer) throws -> (PageHeader, PageBuffer)? {
         let headerLength = Format.pageHeaderLength
-        precondition(fileEnd <= UInt64(bytes.count))
-        guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {
-            throw LucidError.corruption("page offset out of range", file: path, offset: offset)
-        }
+        precondition(limit <= UInt64(bytes.count))
+        guard offset >= UInt64(Format.segmentHeaderLength), offset + UInt64(headerLength) <= limit,
+              fileEnd >= offset + UInt64(headerLength) else { return nil }
         let start = Int(offset)
-        let available = fileEnd - offset - UInt64(headerLength)
         let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[start..<start + headerLength])
         let header: PageHeader
-        switch PageHeader.decode(headerBytes, expectedSalt: self.header.pageSalt, bytesAvailable: available) {
+        switch PageHeader.decode(headerBytes, expectedSalt: self.header.pageSalt,
+                                 bytesAvailable: fileEnd - offset - UInt64(headerLength)) {
         case .success(let h): header = h
         case .failure(let why): throw LucidError.corruption("invalid page header: \(why)", file: path, offset: offset)
         }
-        // decode checked storedLength against `available`: the payload lies inside the readable bytes.
         let payloadStart = start + headerLength
+        guard UInt64(payloadStart) + UInt64(header.storedLength) <= limit else { return nil }
         let stored = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + Int(header.storedLength)])
         let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
                                                 file: path, offset: offset)

@@ -31,9 +31,7 @@ final class SegmentFile: Sendable {
     func readPage(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int = 0) throws -> (PageHeader, PageBuffer) {
         if let mapped = mapping.withLock({ $0 }) {
             let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
-            if offset + UInt64(Format.pageHeaderLength) <= limit {
-                return try readPage(at: offset, fileEnd: min(fileEnd, limit), in: mapped.bytes)
-            }
+            if let page = try readPage(at: offset, fileEnd: fileEnd, limit: limit, in: mapped.bytes) { return page }
         }
         let headerLength = Format.pageHeaderLength
         guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {

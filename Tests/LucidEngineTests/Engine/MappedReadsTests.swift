@@ -140,6 +140,28 @@ struct MappedReadsTests {
         }
     }
 
+    @Test("a page that ends past the active segment's mapping is read with pread, not refused")
+    func pageAcrossTheMappingsEnd() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options())
+            defer { try? engine.close() }
+            // One group of about 1.5 MiB: the active segment's mapping (1.25 × 1 MiB) ends inside one of its pages.
+            var rng = SplitMix64(seed: 7)
+            var batch = WriteBatch()
+            var values: [[UInt8]] = []
+            for i in 0..<1_700 {
+                values.append(rng.bytes(900))
+                batch.put(values[i], forKey: Self.key(i), in: "m")
+            }
+            try engine.commitAndWait(batch)
+            let active = try #require(engine.core.currentState().segments[engine.core.currentState().activeSegment])
+            let capacity = active.mapping.withLock { $0?.bytes.count ?? 0 }
+            #expect(capacity > 0 && UInt64(capacity) < active.readableEnd.load(ordering: .relaxed),
+                    "the group ends past the mapping")
+            try Self.checkAll(engine, values, "one large group")
+        }
+    }
+
     @Test("readers of the mapped active segment see every acknowledged record while the writer appends and rolls")
     func readersDuringWrites() async throws {
         try await EngineTest.withTemporaryDirectory { dir in
