@@ -72,6 +72,8 @@ var rng = SplitMix64(seed: seed)
 var options = EngineOptions()
 if seed % 3 == 0 || compacting { options.segmentSize = 1 << 20 }
 if compacting { options.autoCompaction = AutoCompactionPolicy(deadRatio: 0.3, minimumSealedBytes: 1 << 20) }
+// Half the children read (index maintenance, compaction) through mapped segments.
+options.memoryMappedReads = seed % 4 >= 2
 let keyspaces = seed % 2 == 0 || compacting ? ["alpha", "beta"] : ["alpha"]
 let keySpace = compacting ? [12, 24, 48][Int(seed / 7 % 3)] : [16, 64, 200][Int(seed / 7 % 3)]
 

@@ -148,7 +148,10 @@ struct KillNineTests {
         }
 
         do {
-            let engine = try Engine.open(at: directory)
+            // Every other round reads the recovered store through mapped segments.
+            var reopenOptions = EngineOptions()
+            reopenOptions.memoryMappedReads = run.lines.count % 2 == 0
+            let engine = try Engine.open(at: directory, options: reopenOptions)
             let recovered = engine.statistics.lastSequence
             let state = try crashReadModel(engine)
             if recovered == acknowledgedSequence {
@@ -174,7 +177,7 @@ struct KillNineTests {
             try engine.close()
 
             // A second open finds nothing to do.
-            let again = try Engine.open(at: directory)
+            let again = try Engine.open(at: directory, options: reopenOptions)
             stats.segments = again.statistics.segments
             if again.recoveryReport.droppedBytes != 0 || !again.recoveryReport.removedFiles.isEmpty
                 || again.statistics.lastSequence != recovered {
