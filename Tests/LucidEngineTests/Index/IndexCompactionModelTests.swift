@@ -11,6 +11,12 @@ import LucidEngineTestSupport
 /// ascending and descending with offset/limit windows, counts, entry counts, AND/OR filters, records) is compared
 /// with a model of key → (value, terms) (`IndexModelTests.differences`); after compactions and reopens also the
 /// segment files against the manifest, the store statistics' index entry counts, and `verify()`.
+///
+/// The runs with `multiOutput` use 1 MiB segments (the least) and values large enough that compactions write
+/// several output segments (which all replace the same stretch of log), and their adjacent-run compactions often
+/// start at a later output of an earlier compaction (so the new output starts inside the stretch the outputs
+/// before it replaced); such a run must show both. Some runs read segments through memory mappings
+/// (`EngineOptions.memoryMappedReads`), before and after compactions and reopens.
 @Suite("Secondary indexes: randomized model with compactions and reopens")
 struct IndexCompactionModelTests {
     typealias Model = IndexModelTests.Model
@@ -21,13 +27,20 @@ struct IndexCompactionModelTests {
         var seed: UInt64
         var steps: Int
         var valueSizes: ClosedRange<Int> = 0...160
+        /// 1 MiB segments, and the run must show compactions with several outputs and compactions that start at a
+        /// later output of an earlier one (values must be large enough: the pool holds about 120 keys a keyspace).
+        var multiOutput = false
+        /// `EngineOptions.memoryMappedReads`.
+        var mapped = false
         var testDescription: String { "\(name) seed 0x\(String(seed, radix: 16))" }
     }
 
     static let runs: [Run] = [
         Run(name: "small values", seed: 0xC0_1DE0_0001, steps: 300),
         Run(name: "values past a page", seed: 0xC0_1DE0_0002, steps: 250, valueSizes: 1000...6000),
-        Run(name: "mixed", seed: 0xC0_1DE0_0003, steps: 300, valueSizes: 0...2500),
+        Run(name: "mixed, mapped", seed: 0xC0_1DE0_0003, steps: 300, valueSizes: 0...2500, mapped: true),
+        Run(name: "several outputs, mapped", seed: 0xC0_1DE0_0004, steps: 200, valueSizes: 8000...40000,
+            multiOutput: true, mapped: true),
     ]
 
     enum Reopen: String, CaseIterable {
@@ -37,12 +50,19 @@ struct IndexCompactionModelTests {
     struct Counts: CustomStringConvertible {
         var seals = 0, fullCompactions = 0, partialCompactions = 0, notFromStart = 0, tombstonesKept = 0
         var recordsMoved = 0
+        /// Compactions that wrote more than one output segment.
+        var multiOutput = 0
+        /// Partial compactions whose first input is a later output of an earlier compaction (a compacted segment
+        /// that starts inside the stretch of log the one before it replaced), and those of them that also take
+        /// in a segment after that stretch.
+        var fromLaterOutput = 0, fromLaterOutputOnward = 0
         var reopens: [Reopen: Int] = [:]
         var description: String {
             "\(seals) seals, \(fullCompactions) full and \(partialCompactions) partial compactions "
                 + "(\(notFromStart) not from the log start, \(tombstonesKept) deletions kept, \(recordsMoved) records "
-                + "moved), reopens: " + Reopen.allCases.map { "\($0.rawValue) \(reopens[$0] ?? 0)" }
-                .joined(separator: ", ")
+                + "moved, \(multiOutput) with several outputs, \(fromLaterOutput) from a later output of an earlier "
+                + "one, \(fromLaterOutputOnward) of them past its stretch), reopens: "
+                + Reopen.allCases.map { "\($0.rawValue) \(reopens[$0] ?? 0)" }.joined(separator: ", ")
         }
     }
 
@@ -55,6 +75,8 @@ struct IndexCompactionModelTests {
             let tag = "[\(run.name) seed 0x\(String(run.seed, radix: 16))]"
             var options = IndexTest.options()
             options.autoCompaction = nil
+            options.memoryMappedReads = run.mapped
+            if run.multiOutput { options.segmentSize = 1 << 20 }
             var generation = 0
             var dir = root + "/store-0"
             var engine = try Engine.open(at: dir, options: options)
@@ -136,7 +158,8 @@ struct IndexCompactionModelTests {
                 #expect(engine.recoveryReport.droppedBytes == 0, "\(tag) \(when): reopen dropped bytes")
             }
 
-            func sealedIds() -> [UInt64] { engine.core.currentState().manifest.segments.filter(\.sealed).map(\.id) }
+            func sealedSegments() -> [Manifest.Segment] { engine.core.currentState().manifest.segments.filter(\.sealed) }
+            func sealedIds() -> [UInt64] { sealedSegments().map(\.id) }
 
             func randomKey(_ keyspace: String, existing: Bool) -> [UInt8] {
                 if existing, let keys = model[keyspace]?.keys, !keys.isEmpty, rng.chance(0.85) {
@@ -205,21 +228,40 @@ struct IndexCompactionModelTests {
                     #expect(summary.tombstonesKept == 0, "\(tag) step \(step): a compaction of the log start keeps no deletion")
                     counts.fullCompactions += 1
                     counts.recordsMoved += summary.recordsMoved
+                    if summary.outputSegments.count > 1 { counts.multiOutput += 1 }
                     storeCheck = true
                 case 81..<90:
-                    let sealed = sealedIds()
+                    let segments = sealedSegments()
+                    let sealed = segments.map(\.id)
                     guard !sealed.isEmpty else {
                         what = "nothing to compact"
                         break
                     }
-                    // Mostly a run after the first segment: its deletions may hide values older segments hold.
-                    let start = sealed.count > 1 && rng.chance(0.75) ? rng.int(1..<sealed.count) : 0
-                    let ids = Array(sealed[start..<rng.int((start + 1)...sealed.count)])
+                    // Later outputs of earlier compactions (none in runs whose compactions write one output, and
+                    // then no draw, so those runs' sequences do not depend on this): half the time the run starts
+                    // at one of them, so that its output starts inside the stretch the outputs before replaced;
+                    // half of those times at the last of them, so that the run may also take in the log after it.
+                    let laterOutputs = segments.indices.filter { $0 > 0 && Self.startsInside(segments[$0 - 1], segments[$0]) }
+                    let lastOutputs = laterOutputs.filter { !laterOutputs.contains($0 + 1) }
+                    // Otherwise mostly a run after the first segment: its deletions may hide values older segments
+                    // hold.
+                    let start = !laterOutputs.isEmpty && rng.chance(0.5) ? rng.pick(rng.chance(0.5) ? lastOutputs : laterOutputs)
+                        : sealed.count > 1 && rng.chance(0.75) ? rng.int(1..<sealed.count) : 0
+                    let end = rng.int((start + 1)...sealed.count)
+                    let ids = Array(sealed[start..<end])
                     what = "compaction of \(ids.count) of \(sealed.count) sealed segments from position \(start)"
                     let summary = try engine.compactAndWait(CompactionOptions(segments: ids))
                     #expect(summary.inputSegments == ids, "\(tag) step \(step): inputs \(summary.inputSegments)")
                     counts.partialCompactions += 1
                     if start > 0 { counts.notFromStart += 1 }
+                    if summary.outputSegments.count > 1 { counts.multiOutput += 1 }
+                    if laterOutputs.contains(start) {
+                        what += " (a later output of an earlier compaction)"
+                        counts.fromLaterOutput += 1
+                        if segments[start..<end].contains(where: { $0.endLSN > segments[start].endLSN }) {
+                            counts.fromLaterOutputOnward += 1
+                        }
+                    }
                     counts.tombstonesKept += summary.tombstonesKept
                     counts.recordsMoved += summary.recordsMoved
                     storeCheck = true
@@ -241,7 +283,7 @@ struct IndexCompactionModelTests {
 
             // The end: everything compacted, then every way of reopening.
             try engine.sealActiveSegment()
-            _ = try engine.compactAndWait()
+            if try engine.compactAndWait().outputSegments.count > 1 { counts.multiOutput += 1 }
             try check("after the final compaction", thorough: true)
             try checkStore("after the final compaction")
             for how in Reopen.allCases {
@@ -254,7 +296,18 @@ struct IndexCompactionModelTests {
             #expect(counts.notFromStart > 0 && counts.tombstonesKept > 0 && counts.fullCompactions > 0,
                     "\(tag) the run should compact runs that keep deletions, and everything: \(counts)")
             #expect(Reopen.allCases.allSatisfy { (counts.reopens[$0] ?? 0) > 1 }, "\(tag) reopens: \(counts)")
+            if run.multiOutput {
+                #expect(counts.multiOutput > 0 && counts.fromLaterOutputOnward > 0,
+                        "\(tag) the run should write compactions with several outputs, and compact a later output of one with the segments after it: \(counts)")
+            }
         }
+    }
+
+    /// True when compacted segment `next`, which follows `previous` in the log, starts inside the stretch of log
+    /// `previous` (compacted too) replaced: a later output of the same compaction, or the output of compacting
+    /// such a segment with what follows it.
+    static func startsInside(_ previous: Manifest.Segment, _ next: Manifest.Segment) -> Bool {
+        previous.kind == .compacted && next.kind == .compacted && next.firstLSN < previous.endLSN
     }
 
     /// A cheap comparison for every step: each index's whole content in both orders and its entry count, one
