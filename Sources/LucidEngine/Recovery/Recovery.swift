@@ -162,7 +162,8 @@ struct Recovery {
         let coveredPosition = start.flatMap { manifest.position(of: $0.header.coveredSegment) }
         for (position, entry) in ordered.enumerated() {
             let file = opened.files[entry.id]!
-            // The second and later outputs of one compaction replace the same stretch of log as the first.
+            // A compacted segment may pick up inside the stretch the compacted one before it replaced (the later
+            // outputs of one compaction, or a compaction of the last of them with the log after it).
             let continuesCompaction = position > 0 && ordered[position - 1].continuedBy(entry)
             var from = UInt64(Format.segmentHeaderLength)
             var firstLSN = entry.firstLSN
