@@ -85,20 +85,30 @@ struct CompactionTests {
         defer { try? CorruptionHelpers.removeDirectory(directory) }
         let engine = try Engine.open(at: directory, options: Self.options)
         var rng = SplitMix64(seed: 41)
-        // 3,000 incompressible values of 900 bytes: about 2.6 MiB of live data, three 1 MiB outputs.
-        for start in stride(from: 0, to: 3_000, by: 10) {
-            var batch = WriteBatch()
-            for i in start..<start + 10 { batch.put(rng.bytes(900), forKey: Self.bytes("k\(i)"), in: "t") }
-            try engine.commitAndWait(batch)
-        }
+        // About 2.6 MiB of live data: three 1 MiB outputs.
+        try Self.putIncompressible(engine, 0..<3_000, &rng)
         try engine.sealActiveSegment()
         let before = try CheckpointTests.dump(engine)
         let summary = try engine.compactAndWait()
         #expect(summary.outputSegments.count >= 2, "the live data needs several output segments")
+        try Self.verifyCloseAndReopenBothWays(engine, directory, expecting: before)
+    }
+
+    /// Puts keys `k<i>` for `range` with incompressible 900-byte values, in batches of 10.
+    static func putIncompressible(_ engine: Engine, _ range: Range<Int>, _ rng: inout SplitMix64) throws {
+        for start in stride(from: range.lowerBound, to: range.upperBound, by: 10) {
+            var batch = WriteBatch()
+            for i in start..<min(start + 10, range.upperBound) { batch.put(rng.bytes(900), forKey: bytes("k\(i)"), in: "t") }
+            try engine.commitAndWait(batch)
+        }
+    }
+
+    /// `verify()` is clean, then after closing, both ways of reopening (`reopenBothWays`) show `before`.
+    static func verifyCloseAndReopenBothWays(_ engine: Engine, _ directory: String, expecting before: Dump) throws {
         let report = try engine.verify()
         #expect(report.ok, "\(report.problems)")
         try engine.close()
-        let (checkpoint, scan) = try Self.reopenBothWays(directory)
+        let (checkpoint, scan) = try reopenBothWays(directory)
         #expect(checkpoint == before)
         #expect(scan == before)
     }
@@ -109,18 +119,11 @@ struct CompactionTests {
         defer { try? CorruptionHelpers.removeDirectory(directory) }
         let engine = try Engine.open(at: directory, options: Self.options)
         var rng = SplitMix64(seed: 43)
-        func fill(_ range: Range<Int>) throws {
-            for start in stride(from: range.lowerBound, to: range.upperBound, by: 10) {
-                var batch = WriteBatch()
-                for i in start..<start + 10 { batch.put(rng.bytes(900), forKey: Self.bytes("k\(i)"), in: "t") }
-                try engine.commitAndWait(batch)
-            }
-        }
-        try fill(0..<3_000)
+        try Self.putIncompressible(engine, 0..<3_000, &rng)
         try engine.sealActiveSegment()
         let first = try engine.compactAndWait()
         #expect(first.outputSegments.count >= 2)
-        try fill(3_000..<3_200)
+        try Self.putIncompressible(engine, 3_000..<3_200, &rng)
         try engine.sealActiveSegment()
         // The last output and the log segment after it: the new output replaces the log from inside the stretch
         // the first compaction's outputs replaced, to past its end.
@@ -128,13 +131,7 @@ struct CompactionTests {
         let lastOutput = try #require(first.outputSegments.last)
         let position = try #require(manifest.position(of: lastOutput))
         _ = try engine.compactAndWait(CompactionOptions(segments: [lastOutput, manifest.segments[position + 1].id]))
-        let before = try CheckpointTests.dump(engine)
-        let report = try engine.verify()
-        #expect(report.ok, "\(report.problems)")
-        try engine.close()
-        let (checkpoint, scan) = try Self.reopenBothWays(directory)
-        #expect(checkpoint == before)
-        #expect(scan == before)
+        try Self.verifyCloseAndReopenBothWays(engine, directory, expecting: try CheckpointTests.dump(engine))
     }
 
     @Test("a deletion survives the compaction of its segment alone while an older segment holds the value")
