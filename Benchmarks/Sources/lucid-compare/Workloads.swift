@@ -122,24 +122,27 @@ struct PhaseRunner {
         let db = try engine.open(at: path("random"), durable: false, records: size.records)
         defer { try? db.close() }
 
-        var scanned = (count: 0, bytes: 0)
-        let scanSeconds = try timed { scanned = try db.scanAll() }
-        guard scanned.count == size.records else {
-            throw BenchError.failed("scan saw \(scanned.count) records, expected \(size.records)")
+        if readPhaseWanted("scan") {
+            var scanned = (count: 0, bytes: 0)
+            let scanSeconds = try timed { scanned = try db.scanAll() }
+            guard scanned.count == size.records else {
+                throw BenchError.failed("scan saw \(scanned.count) records, expected \(size.records)")
+            }
+            emit("scan", Double(scanned.count) / scanSeconds, "records/s")
         }
-        emit("scan", Double(scanned.count) / scanSeconds, "records/s")
 
         var random = FastRandom(seed: 42)
-        var missing = 0
-        let gets = size.records
-        let getSeconds = try timed {
-            missing = try db.getEach(gets) { _ in Records.key(random.next(below: size.records), .random) }.missing
+        if readPhaseWanted("get_random") {
+            var missing = 0
+            let gets = size.records
+            let getSeconds = try timed {
+                missing = try db.getEach(gets) { _ in Records.key(random.next(below: size.records), .random) }.missing
+            }
+            guard missing == 0 else { throw BenchError.failed("\(missing) of \(gets) gets found nothing") }
+            emit("get_random", Double(gets) / getSeconds, "gets/s")
         }
-        guard missing == 0 else { throw BenchError.failed("\(missing) of \(gets) gets found nothing") }
-        emit("get_random", Double(gets) / getSeconds, "gets/s")
-        note(String(format: "scan %.2f s, %d gets %.2f s", scanSeconds, gets, getSeconds))
 
-        if db.supportsSecondaryIndexes {
+        if db.supportsSecondaryIndexes && (readPhaseWanted("index_eq") || readPhaseWanted("index_range")) {
             var short = 0
             let eqSeconds = try timed {
                 short += try db.queryGenreEach(size.queries, limit: 20) { random.next(below: Words.genres.count) }
@@ -153,6 +156,7 @@ struct PhaseRunner {
             emit("index_range", Double(size.queries) / rangeSeconds, "queries/s")
         }
 
+        guard readPhaseWanted("reopen_ms") else { return }
         let firstKey = Records.key(0, .random)
         let reopenSeconds = try timed {
             try db.reopen()
@@ -260,3 +264,11 @@ final class ErrorBox: @unchecked Sendable {
         return errors.first
     }
 }
+
+/// The read child's phases to run: all of them, or those `LUCID_READ_PHASES` names (comma-separated: `scan`,
+/// `get_random`, `index_eq`, `index_range`, `reopen_ms`), to profile one phase alone. The two index phases run
+/// together.
+private let readPhases: Set<String>? = ProcessInfo.processInfo.environment["LUCID_READ_PHASES"]
+    .map { Set($0.split(separator: ",").map(String.init)) }
+
+private func readPhaseWanted(_ phase: String) -> Bool { readPhases?.contains(phase) ?? true }
