@@ -146,22 +146,18 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// The records of the keyspace in key order (descending when `reverse`), decoded, at most `limit` of them,
     /// only those passing the filter when `filtering`. With the filter it is the documented fallback: every entity
     /// of the keyspace is decoded.
+    ///
+    /// The records are read whole in storage order (each page once, see ``Snapshot/recordTable(in:range:reverse:limit:)``),
+    /// then decoded in key order: a whole result is materialized anyway.
     private func scan(reverse: Bool = false, limit: Int? = nil, filtering: Bool) throws(StoreError) -> [E] {
+        let table: RecordTable
+        do { table = try snapshot.recordTable(in: keyspace, reverse: reverse, limit: limit) } catch { throw .wrap(error) }
         var out: [E] = []
-        var failure: StoreError?
-        do {
-            try snapshot.forEach(in: keyspace, reverse: reverse, limit: limit) { record in
-                do throws(StoreError) {
-                    let entity = try store.decode(record.value, key: record.key)
-                    if !filtering || evaluator.matches(entity) { out.append(entity) }
-                    return true
-                } catch {
-                    failure = error
-                    return false
-                }
-            }
-        } catch { throw .wrap(error) }
-        if let failure { throw failure }
+        out.reserveCapacity(filtering ? 0 : table.count)
+        for rank in table.indices {
+            let entity = try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
+            if !filtering || evaluator.matches(entity) { out.append(entity) }
+        }
         return out
     }
 

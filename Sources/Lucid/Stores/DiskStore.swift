@@ -123,9 +123,10 @@ public final class DiskStore<E: LocalEntity>: Store {
         return try decode(bytes, key: key)
     }
 
-    func decode(_ bytes: [UInt8], key: [UInt8]) throws(StoreError) -> E {
+    /// The entity `bytes` holds; `key` (its record's key, for the error) is only built when it does not decode.
+    func decode(_ bytes: [UInt8], key: @autoclosure () -> [UInt8]) throws(StoreError) -> E {
         do { return try E.decodeRecord(bytes) } catch {
-            throw .undecodableEntity(keyspace: keyspace, key: key, detail: "\(error)")
+            throw .undecodableEntity(keyspace: keyspace, key: key(), detail: "\(error)")
         }
     }
 

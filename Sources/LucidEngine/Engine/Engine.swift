@@ -83,10 +83,18 @@ public final class Engine: Sendable {
     public func snapshot() -> Snapshot { Snapshot(core: core, state: core.currentState()) }
 
     /// The records of `range`, in key order (descending when `reverse`), at most `limit`; reads a snapshot, so
-    /// concurrent commits are either wholly visible or not at all. - Complexity: O(log n + k) plus page reads.
+    /// concurrent commits are either wholly visible or not at all. - Complexity: O(log n + k log k), one page read
+    /// per page the k records lie on (they are read in storage order, see ``Snapshot/recordTable(in:range:reverse:limit:)``).
     public func scan(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
                      limit: Int? = nil) throws -> [KeyValue] {
         try snapshot().scan(in: keyspace, range: range, reverse: reverse, limit: limit)
+    }
+
+    /// The records of `range` read whole into one ``RecordTable`` (keys and values in two buffers), from a
+    /// snapshot: see ``Snapshot/recordTable(in:range:reverse:limit:)``.
+    public func recordTable(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
+                            limit: Int? = nil) throws -> RecordTable {
+        try snapshot().recordTable(in: keyspace, range: range, reverse: reverse, limit: limit)
     }
 
     /// Number of keys in `keyspace`. - Complexity: O(1).

@@ -184,8 +184,10 @@ final class EngineCore: Sendable {
 
 /// Fetching verified pages through the cache, for values and for the index terms stored after them.
 enum PageFetch {
+    /// The page holding the record at `location`: from the cache, else read, verified and (unless `caching` is
+    /// false: a large read that must not flush the cache's working set) cached.
     static func page(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
-                     storePath: String) throws -> PageBuffer {
+                     storePath: String, caching: Bool = true) throws -> PageBuffer {
         let key = PageCache.Key(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
         if let cached = cache.page(for: key) { return cached }
         guard let file else {
@@ -197,7 +199,7 @@ enum PageFetch {
         let (header, page) = try file.readPage(at: offset, fileEnd: bound,
                                                expectedStoredLength: cache.readAhead.readLength)
         cache.readAhead.record(storedLength: Int(header.storedLength))
-        cache.insert(page, for: key)
+        if caching { cache.insert(page, for: key) }
         return page
     }
 
