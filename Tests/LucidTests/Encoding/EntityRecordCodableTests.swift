@@ -143,6 +143,66 @@ struct EntityRecordCodableTests {
         #expect(reader.title == "first" && reader.pages == 3 && reader.again == "first")
     }
 
+    /// Scalars only, written and read in the same order: every read takes the in-order path.
+    struct InOrderProbe: EntityRecordCodable, Equatable {
+        typealias Identifier = EntityIdentifier<InOrderProbe, Int>
+        var identifier: Identifier
+        var title: String
+        var pages: Int
+        enum IndexName: String, EntityIndexName { case pages }
+        func entityIndexValue(for indexName: IndexName) -> EntityIndexValue { .int(pages) }
+        init(identifier: Identifier, title: String, pages: Int) {
+            self.identifier = identifier
+            self.title = title
+            self.pages = pages
+        }
+        func encode(to record: inout EntityRecordWriter) throws {
+            try record.encode(identifier, forKey: "identifier")
+            record.encode(title, forKey: "title")
+            record.encode(pages, forKey: "pages")
+        }
+        init(from record: inout EntityRecordReader) throws {
+            identifier = try record.decode(Identifier.self, forKey: "identifier")
+            title = try record.decode(String.self, forKey: "title")
+            pages = try record.decode(Int.self, forKey: "pages")
+        }
+    }
+
+    /// Value tags of the entity record format (docs/ENTITY_FORMAT.md).
+    static let endTag: UInt8 = 0x00, intTag: UInt8 = 0x04, stringTag: UInt8 = 0x08, unkeyedTag: UInt8 = 0x0A
+
+    /// A record with an entry added after its last one (before the container's end), as raw bytes.
+    static func withTrailingEntry(_ record: [UInt8], key: String, value: [UInt8]) -> [UInt8] {
+        precondition(record.last == 0, "a record ends with its container's end")
+        return record.dropLast() + [UInt8(key.utf8.count + 1)] + Array(key.utf8) + value + [0]
+    }
+
+    @Test("read in order, the entries after the last one read and the record's end are still checked")
+    func inOrderReadsCheckTheRest() throws {
+        let probe = InOrderProbe(identifier: .remote(7), title: "t", pages: 3)
+        let record = try probe.encodeRecord()
+        #expect(try InOrderProbe.decodeRecord(record) == probe, "the record itself reads")
+        let nested = (0...EntityCodec.maxDepth).map { _ in Self.unkeyedTag }
+            + (0...EntityCodec.maxDepth).map { _ in Self.endTag }
+        let hostile: [(String, [UInt8])] = [
+            ("a byte after the record", record + [0]),
+            ("an unread entry of an unknown tag", Self.withTrailingEntry(record, key: "zz", value: [0xEE])),
+            ("an unread string longer than the record",
+             Self.withTrailingEntry(record, key: "zz", value: [Self.stringTag, 100])),
+            ("an unread value nested too deep", Self.withTrailingEntry(record, key: "zz", value: nested)),
+        ]
+        for (what, bytes) in hostile {
+            #expect(throws: DecodingError.self, "\(what): the Codable path") {
+                try EntityCodec.decode(InOrderProbe.self, from: bytes)
+            }
+            #expect(throws: DecodingError.self, "\(what): the hand-written path") { try InOrderProbe.decodeRecord(bytes) }
+        }
+        // A well-formed unread entry is skipped, as on the Codable path.
+        let extra = Self.withTrailingEntry(record, key: "zz", value: [Self.intTag, 4])
+        #expect(try InOrderProbe.decodeRecord(extra) == probe)
+        #expect(try EntityCodec.decode(InOrderProbe.self, from: extra) == probe)
+    }
+
     /// Reads `title`, `pages`, then `title` again (the cursor then sits on the duplicate).
     struct ShuffledReaderProbe: EntityRecordCodable {
         typealias Identifier = EntityIdentifier<ShuffledReaderProbe, Int>
