@@ -56,6 +56,10 @@ int lucid_crc32c_hardware(void) {
     return hw_available;
 }
 
+uint32_t lucid_crc32c_extend_portable(uint32_t crc, const void *data, size_t length) {
+    return crc_sw(crc ^ 0xFFFFFFFFu, (const unsigned char *)data, length) ^ 0xFFFFFFFFu;
+}
+
 uint32_t lucid_crc32c_extend(uint32_t crc, const void *data, size_t length) {
     const unsigned char *p = (const unsigned char *)data;
     uint32_t c = crc ^ 0xFFFFFFFFu;
