@@ -5,6 +5,14 @@ import Synchronization
 /// Sharded to keep reader contention low; each shard evicts with the CLOCK algorithm (a reference bit per
 /// entry, a hand that sweeps), an LRU approximation with O(1) hits and no list maintenance on reads.
 /// Capacity counts payload bytes. - Complexity: O(1) amortized per lookup and insert.
+///
+/// Known limit (measured in session 9, see the issue notes): eviction moves the newest page under the hand, so a
+/// page not read again before its shard's next miss is that miss's victim. Pages read once (uniformly random gets,
+/// scans) thus recycle one warm buffer and never displace what is cached, which the benchmark's random gets and
+/// scans favour; but a working set whose pages come back only after a few misses cannot displace the pages that
+/// filled the cache first (an index query loop after a million random gets hit 32% of its page reads instead of
+/// 91%). A textbook CLOCK (newest page behind the hand) adapts, but cost 20-30% on random gets and scans (every
+/// victim's buffer is cold); a 2Q ghost list did not win either. An admission filter by frequency is the next try.
 final class PageCache: Sendable {
     struct Key: Hashable, Sendable {
         var segment: UInt64
