@@ -3,16 +3,14 @@ import Synchronization
 /// A bounded cache of verified, decompressed pages, keyed by (segment id, page offset).
 ///
 /// Sharded to keep reader contention low; each shard evicts with the CLOCK algorithm (a reference bit per
-/// entry, a hand that sweeps), an LRU approximation with O(1) hits and no list maintenance on reads.
+/// entry, a hand that sweeps), an LRU approximation with O(1) hits and no list maintenance on reads, with an
+/// admission rule from 2Q so that pages read once (a scan, uniformly random gets) do not flush pages read again:
+/// - a page missed for the first time (recently) is cached on probation, under the hand: it is the next victim
+///   unless read again before the next miss, and its key is then remembered (``PageGhosts``);
+/// - a page read again while on probation, or missed again while its key is remembered, is admitted: placed
+///   behind the hand, it stays for at least a whole sweep, and for as long as it is read between sweeps.
+/// Probation also recycles memory: the buffer freed is the one just filled, still in the processor's caches.
 /// Capacity counts payload bytes. - Complexity: O(1) amortized per lookup and insert.
-///
-/// Known limit (measured in session 9, see the issue notes): eviction moves the newest page under the hand, so a
-/// page not read again before its shard's next miss is that miss's victim. Pages read once (uniformly random gets,
-/// scans) thus recycle one warm buffer and never displace what is cached, which the benchmark's random gets and
-/// scans favour; but a working set whose pages come back only after a few misses cannot displace the pages that
-/// filled the cache first (an index query loop after a million random gets hit 32% of its page reads instead of
-/// 91%). A textbook CLOCK (newest page behind the hand) adapts, but cost 20-30% on random gets and scans (every
-/// victim's buffer is cold); a 2Q ghost list did not win either. An admission filter by frequency is the next try.
 final class PageCache: Sendable {
     struct Key: Hashable, Sendable {
         var segment: UInt64
@@ -27,6 +25,8 @@ final class PageCache: Sendable {
         var key: Key
         var page: PageBuffer
         var referenced: Bool
+        /// Cached on a first miss and not read since: evicted unread, its key becomes a ghost.
+        var probation: Bool
     }
 
     private struct Shard {
@@ -34,12 +34,14 @@ final class PageCache: Sendable {
         var entries: [Entry] = []
         var hand = 0
         var bytes = 0
+        var ghosts: PageGhosts
     }
 
     private static let shardCount = 16
     /// One lock per shard; a class because `Mutex` cannot live in an array.
     private final class LockedShard: Sendable {
-        let mutex = Mutex(Shard())
+        let mutex: Mutex<Shard>
+        init(ghosts: Int) { mutex = Mutex(Shard(ghosts: PageGhosts(capacity: ghosts))) }
     }
     private let shards: [LockedShard]
     private let shardCapacity: Int
@@ -55,7 +57,11 @@ final class PageCache: Sendable {
     init(capacityBytes: Int, readAhead: Int = Format.defaultPageSize) {
         self.readAhead = ReadAheadEstimator(maximum: readAhead)
         shardCapacity = capacityBytes / Self.shardCount
-        shards = (0..<Self.shardCount).map { _ in LockedShard() }
+        // Half as many ghosts as a shard holds pages of the default size: a working set whose pages come back
+        // within that many misses gets in, while few uniformly random reads do (each admission evicts a page whose
+        // buffer is cold; with as many ghosts as pages, random gets ran 10% slower).
+        let ghosts = max(16, shardCapacity / Format.defaultPageSize / 2)
+        shards = (0..<Self.shardCount).map { _ in LockedShard(ghosts: ghosts) }
     }
 
     var hits: UInt64 { hitCount.load(ordering: .relaxed) }
@@ -87,11 +93,12 @@ final class PageCache: Sendable {
                 shard.entries[slot].referenced = true
                 return
             }
+            let admitted = shard.ghosts.take(key.packed)
             while shard.bytes + size > shardCapacity && !shard.entries.isEmpty {
                 Self.evictOne(&shard)
             }
             shard.slots.set(shard.entries.count, for: key.packed)
-            shard.entries.append(Entry(key: key, page: page, referenced: false))
+            shard.entries.append(Entry(key: key, page: page, referenced: false, probation: !admitted))
             shard.bytes += size
         }
     }
@@ -115,18 +122,28 @@ final class PageCache: Sendable {
         while true {
             if shard.hand >= shard.entries.count { shard.hand = 0 }
             if shard.entries[shard.hand].referenced {
+                // Read since the hand last passed (or since it came in on probation): kept, admitted.
                 shard.entries[shard.hand].referenced = false
+                shard.entries[shard.hand].probation = false
                 shard.hand += 1
                 continue
             }
-            // Remove by swapping the last entry into the victim's slot.
             let victim = shard.entries[shard.hand]
+            if victim.probation { shard.ghosts.remember(victim.key.packed) }
             shard.bytes -= victim.page.bytes.count
             shard.slots.remove(victim.key.packed)
+            // Remove by moving the last entry (the newest: pages are appended) into the victim's slot. An admitted
+            // page then goes behind the hand (examined last, a whole sweep from now); a page on probation stays
+            // under it (the next victim, unless read before the next miss).
             let last = shard.entries.count - 1
             if shard.hand != last {
                 shard.entries[shard.hand] = shard.entries[last]
                 shard.slots.set(shard.hand, for: shard.entries[shard.hand].key.packed)
+                if !shard.entries[shard.hand].probation { shard.hand += 1 }
+            } else {
+                // The victim was last: the hand wraps (left past the end, it would stay on the slot every new
+                // page is appended to, and take each as the next victim).
+                shard.hand = 0
             }
             shard.entries.removeLast()
             return

@@ -2,8 +2,9 @@ import Testing
 import LucidEngineTestSupport
 @testable import LucidEngine
 
-/// The page cache: a page found is always the one cached under its key, through evictions and segment removals;
-/// the byte budget holds.
+/// The page cache: its eviction (CLOCK with 2Q's admission) lets a working set displace what filled the cache
+/// first, while pages read once neither displace it nor stay; a page found is always the one cached under its key,
+/// through evictions and segment removals; the byte budget holds.
 @Suite("Engine: page cache")
 struct PageCacheTests {
     static let pageBytes = 4_096
@@ -15,6 +16,45 @@ struct PageCacheTests {
         if cache.page(for: key) != nil { return true }
         cache.insert(page(UInt8(truncatingIfNeeded: key.offset)), for: key)
         return false
+    }
+
+    /// The hit rate of `hot` keys read in random order, each read followed by a read of a page never read again,
+    /// after the cache was filled (and those pages read twice) by a first working set.
+    static func hotHitRate(capacityPages: Int, hotPages: Int, rounds: Int) -> Double {
+        let cache = PageCache(capacityBytes: capacityPages * pageBytes)
+        var rng = SplitMix64(seed: 9)
+        for _ in 0..<2 { for i in 0..<capacityPages { _ = read(cache, .init(segment: 1, offset: UInt64(i))) } }
+        var hits = 0
+        var reads = 0
+        var cold = UInt64(0)
+        for round in 0..<rounds {
+            for _ in 0..<hotPages {
+                let hit = read(cache, .init(segment: 2, offset: rng.next() % UInt64(hotPages)))
+                if round >= rounds / 2 { reads += 1; hits += hit ? 1 : 0 }
+                cold += 1
+                _ = read(cache, .init(segment: 3, offset: cold))   // one-off pages streaming through
+            }
+        }
+        return Double(hits) / Double(reads)
+    }
+
+    @Test("a new working set of a quarter of the cache displaces what filled it first, with one-off pages streaming")
+    func newWorkingSetGetsIn() {
+        // 85% when every new page stayed under the hand (the next victim unless read before the next miss).
+        let rate = Self.hotHitRate(capacityPages: 1_024, hotPages: 256, rounds: 40)
+        #expect(rate > 0.95, "hot pages hit \(Int(rate * 100))% of the time")
+    }
+
+    @Test("many more pages read once than fit do not flush a working set read before")
+    func onceReadPagesDoNotFlush() {
+        // A textbook CLOCK (every new page behind the hand) keeps none of the 256.
+        let cache = PageCache(capacityBytes: 1_024 * Self.pageBytes)
+        var rng = SplitMix64(seed: 10)
+        for _ in 0..<3 { for i in 0..<256 { _ = Self.read(cache, .init(segment: 1, offset: UInt64(i))) } }
+        for _ in 0..<20_000 { _ = Self.read(cache, .init(segment: 2, offset: rng.next() % 1_000_000)) }
+        var kept = 0
+        for i in 0..<256 where cache.page(for: .init(segment: 1, offset: UInt64(i))) != nil { kept += 1 }
+        #expect(kept > 230, "\(kept) of the 256 working-set pages still cached")
     }
 
     @Test("random reads, inserts and segment removals: a page found is the one cached under its key", arguments: [1, 8, 64])
