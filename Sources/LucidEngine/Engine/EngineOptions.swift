@@ -39,7 +39,9 @@ public struct EngineOptions: Sendable {
     /// written and seldom read (a log, an archive) is smaller with 16 KiB pages. Changing it between opens is
     /// allowed: it only affects pages written from then on.
     public var pageSize: Int = Format.defaultPageSize
-    /// Bytes of decompressed pages kept in memory for reads. Default 64 MiB; 0 disables the cache.
+    /// Bytes of decompressed pages kept in memory for reads. Default 64 MiB; 0 disables the cache. Pages read once
+    /// (scans, uniformly random gets) do not displace pages read again (CLOCK with 2Q's admission rule); plan it
+    /// for the pages your reads come back to.
     public var pageCacheBytes: Int = 64 << 20
     /// Read segments through a read-only memory mapping instead of `pread`. Default false.
     ///
