@@ -1,5 +1,5 @@
 /// Records read whole by ``Snapshot/recordTable(in:range:reverse:limit:)``, in key order: the keys in one buffer
-/// and the values in another, so that a large range costs two allocations, not two per record.
+/// and the values in another, so that a large range costs a few allocations, not two per record.
 ///
 /// Records are addressed by rank (0 for the first key in the table's order). A table is a value: it holds its
 /// bytes and stays valid after the snapshot and the engine are gone.

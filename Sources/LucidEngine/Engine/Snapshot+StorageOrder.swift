@@ -12,8 +12,8 @@ extension Snapshot {
     /// record as a key-order walk over a range larger than the page cache may. Use it to read a large range whole;
     /// ``forEach(in:range:reverse:limit:_:)`` streams a range without holding it.
     ///
-    /// - Complexity: O(log n + k log k) for k records, one page read per page they lie on; memory for their keys and
-    ///   values (two allocations, sized exactly) and 40 bytes per record while it runs.
+    /// - Complexity: O(log n + k log k) for k records, one page read per page they lie on. Memory: the keys and the
+    ///   values in one buffer each, 24 bytes per record to find them, and 32 bytes per record more while it runs.
     /// - Throws: ``LucidError/Code/corruption`` when a page fails its checksum or a value lies outside its page,
     ///   ``LucidError/Code/io``, closed.
     public func recordTable(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
