@@ -138,10 +138,7 @@ extension EngineCore {
                 let location = plan.keyspaces[k].oldLocations[i]
                 let file = state.segments[UInt64(location.segment)]
                 let page = try PageFetch.page(at: location, file: file, cache: cache, storePath: path)
-                guard let value = page.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) else {
-                    throw LucidError.corruption("value range lies outside its page", file: file?.path ?? path,
-                                                offset: UInt64(location.pageOffset))
-                }
+                let value = try PageFetch.value(at: location, in: page, file: file, storePath: path)
                 let terms = try PageFetch.terms(at: location, file: file, cache: cache, storePath: path)
                 let op = WriteBatch.Operation(kind: .put, keyspace: name, key: plan.keyspaces[k].key(i), value: value,
                                               terms: terms)

@@ -85,11 +85,7 @@ final class EngineCore: Sendable {
     /// Reads a value at a location, verifying its page on a cache miss.
     func readValue(_ location: RecordLocation, file: SegmentFile?) throws -> [UInt8] {
         let page = try PageFetch.page(at: location, file: file, cache: cache, storePath: path)
-        guard let value = page.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) else {
-            throw LucidError.corruption("value range lies outside its page", file: file?.path ?? path,
-                                        offset: UInt64(location.pageOffset))
-        }
-        return value
+        return try PageFetch.value(at: location, in: page, file: file, storePath: path)
     }
 
     /// An O(1) copy of the current state.
@@ -201,6 +197,34 @@ enum PageFetch {
         cache.readAhead.record(storedLength: Int(header.storedLength))
         if caching { cache.insert(page, for: key) }
         return page
+    }
+
+    /// The value of the record at `location` in its page, copied out.
+    /// - Throws: ``LucidError/Code/corruption`` naming the file and page when the value lies outside the page.
+    static func value(at location: RecordLocation, in page: PageBuffer, file: SegmentFile?,
+                      storePath: String) throws -> [UInt8] {
+        guard let value = page.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) else {
+            throw valueOutsidePage(location, file: file, storePath: storePath)
+        }
+        return value
+    }
+
+    /// Where the value of the record at `location` lies in its page (``value(at:in:file:storePath:)`` without
+    /// the copy). - Throws: as ``value(at:in:file:storePath:)``.
+    static func valueRange(at location: RecordLocation, in page: PageBuffer, file: SegmentFile?,
+                           storePath: String) throws -> Range<Int> {
+        let start = Int(location.valueOffset)
+        let length = Int(location.valueLength)
+        guard start <= page.bytes.count - length else {
+            throw valueOutsidePage(location, file: file, storePath: storePath)
+        }
+        return start..<(start + length)
+    }
+
+    private static func valueOutsidePage(_ location: RecordLocation, file: SegmentFile?,
+                                         storePath: String) -> LucidError {
+        LucidError.corruption("value range lies outside its page", file: file?.path ?? storePath,
+                              offset: UInt64(location.pageOffset))
     }
 
     /// The index terms of the record at `location`.

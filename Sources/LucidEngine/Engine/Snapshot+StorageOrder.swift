@@ -44,31 +44,28 @@ extension Snapshot {
         places.sort { $0.order < $1.order }
         table.valueBytes.reserveCapacity(valueBytes)
         table.valueStarts = [Int](repeating: 0, count: places.count)
-        var held: (page: UInt64, buffer: PageBuffer)?   // the page of the records before, while they share it
+        table.valueLengths = [Int](repeating: 0, count: places.count)
+        // The page of the records before, while they share it (and its file, for errors).
+        var held: (page: UInt64, buffer: PageBuffer, file: SegmentFile?)?
         for place in places {
             let location = place.location
-            let file = state.segments[UInt64(location.segment)]
             let page: PageBuffer
+            let file: SegmentFile?
             if let held, held.page == place.page {
-                page = held.buffer
+                (page, file) = (held.buffer, held.file)
             } else {
+                file = state.segments[UInt64(location.segment)]
                 // Pages the cache holds are used; the others are read but not cached (each is read once here, and
                 // caching them all would evict the working set of other reads).
                 page = try PageFetch.page(at: location, file: file, cache: core.cache, storePath: core.path,
                                           caching: false)
-                held = (place.page, page)
+                held = (place.page, page, file)
             }
-            let start = Int(location.valueOffset)
-            let length = Int(location.valueLength)
-            guard start <= page.bytes.count - length else {
-                throw LucidError.corruption("value range lies outside its page", file: file?.path ?? core.path,
-                                            offset: UInt64(location.pageOffset))
-            }
+            let range = try PageFetch.valueRange(at: location, in: page, file: file, storePath: core.path)
             table.valueStarts[place.rank] = table.valueBytes.count
-            table.valueBytes.append(contentsOf: page.bytes[start..<(start + length)])
+            table.valueLengths[place.rank] = range.count
+            table.valueBytes.append(contentsOf: page.bytes[range])
         }
-        table.valueLengths = [Int](repeating: 0, count: places.count)
-        for place in places { table.valueLengths[place.rank] = Int(place.location.valueLength) }
         return table
     }
 }

@@ -143,7 +143,7 @@ struct EntityRecordCodableTests {
         #expect(reader.title == "first" && reader.pages == 3 && reader.again == "first")
     }
 
-    /// Scalars only, written and read in the same order: every read takes the in-order path.
+    /// Scalars only, written and read in the same order: every read takes the reader's cursor path.
     struct InOrderProbe: EntityRecordCodable, Equatable {
         typealias Identifier = EntityIdentifier<InOrderProbe, Int>
         var identifier: Identifier
