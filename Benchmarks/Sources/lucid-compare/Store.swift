@@ -1,3 +1,5 @@
+import Foundation
+
 /// One engine under test, behind the few operations the workloads need.
 ///
 /// Every engine keeps its own native API behind this protocol; nothing here is emulated. An operation an engine
@@ -140,8 +142,10 @@ enum EngineKind: String, CaseIterable {
     }
 }
 
-/// Cache given to every engine that has one of its own (LMDB reads through the OS page cache via mmap).
-let engineCacheBytes = 64 << 20
+/// Cache given to every engine that has one of its own (LMDB reads through the OS page cache via mmap): 64 MiB,
+/// or `LUCID_CACHE_MB` MiB from the environment (children inherit it), to measure reads with a cache that holds
+/// the whole data set.
+let engineCacheBytes = (ProcessInfo.processInfo.environment["LUCID_CACHE_MB"].flatMap(Int.init) ?? 64) << 20
 
 /// Takes an owned value so the optimizer cannot drop the copy a read made; returns its size.
 @inline(never) @_optimize(none)
