@@ -228,7 +228,10 @@ extension BTree.Node {
     /// snapshot from contending on the refcounts of the upper nodes.
     func value(forKey key: UnsafeRawBufferPointer) -> Value? {
         var node = Unmanaged.passUnretained(self)
-        while let child = node._withUnsafeGuaranteedRef({ $0.child(for: key) }) {
+        while let child = node._withUnsafeGuaranteedRef({ node in
+            node.prefetchSearch()
+            return node.child(for: key)
+        }) {
             node = child
         }
         return node._withUnsafeGuaranteedRef { leaf in
