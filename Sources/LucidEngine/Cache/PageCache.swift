@@ -8,7 +8,9 @@ import Synchronization
 /// - a page missed for the first time (recently) is cached on probation, under the hand: it is the next victim
 ///   unless read again before the next miss, and its key is then remembered (``PageGhosts``);
 /// - a page read again while on probation, or missed again while its key is remembered, is admitted: placed
-///   behind the hand, it stays for at least a whole sweep, and for as long as it is read between sweeps.
+///   behind the hand, it stays for at least a whole sweep, and for as long as it is read between sweeps;
+/// - a point read's first miss (``admitsAfterMiss(_:)``) does not cache the page at all, only remembers its key:
+///   the reader decodes the page just far enough for its value, and caches it, admitted, if it misses it again.
 /// Probation also recycles memory: the buffer freed is the one just filled, still in the processor's caches.
 /// Capacity counts payload bytes. - Complexity: O(1) amortized per lookup and insert.
 final class PageCache: Sendable {
@@ -19,6 +21,16 @@ final class PageCache: Sendable {
         /// The key as one integer for ``PageSlotTable``: segment ids and page offsets both fit 32 bits
         /// (locations store them as `UInt32`).
         @inline(__always) var packed: UInt64 { segment << 32 | offset & 0xFFFF_FFFF }
+
+        init(segment: UInt64, offset: UInt64) {
+            self.segment = segment
+            self.offset = offset
+        }
+
+        /// The key of the page holding the record at `location`.
+        init(_ location: RecordLocation) {
+            self.init(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
+        }
     }
 
     private struct Entry {
@@ -84,8 +96,10 @@ final class PageCache: Sendable {
         return found
     }
 
-    /// Inserts a page, evicting others as needed. Pages larger than a shard's capacity are not cached.
-    func insert(_ page: PageBuffer, for key: Key) {
+    /// Inserts a page, evicting others as needed. Pages larger than a shard's capacity are not cached. The page
+    /// is admitted (placed behind the hand) when `admitted` is true or its key is remembered as a ghost; otherwise
+    /// it goes on probation.
+    func insert(_ page: PageBuffer, for key: Key, admitted: Bool = false) {
         let size = page.bytes.count
         guard size <= shardCapacity else { return }
         shards[shardIndex(key)].mutex.withLock { shard in
@@ -93,13 +107,27 @@ final class PageCache: Sendable {
                 shard.entries[slot].referenced = true
                 return
             }
-            let admitted = shard.ghosts.take(key.packed)
+            let admitted = shard.ghosts.take(key.packed) || admitted
             while shard.bytes + size > shardCapacity && !shard.entries.isEmpty {
                 Self.evictOne(&shard)
             }
             shard.slots.set(shard.entries.count, for: key.packed)
             shard.entries.append(Entry(key: key, page: page, referenced: false, probation: !admitted))
             shard.bytes += size
+        }
+    }
+
+    /// For a point read that just missed `key`: whether to read the page whole and cache it, admitted
+    /// (``insert(_:for:admitted:)``), because its key is remembered as a ghost (it was missed recently). Otherwise
+    /// its key is remembered now and the caller reads only the value it wants, without caching the page: a page
+    /// read once by a point read is never cached, so uniformly random reads neither pay to cache pages nor flush
+    /// the ones read again (2Q's rule, with the first miss remembered instead of cached on probation). O(1).
+    func admitsAfterMiss(_ key: Key) -> Bool {
+        guard shardCapacity > 0 else { return false }
+        return shards[shardIndex(key)].mutex.withLock { shard in
+            if shard.ghosts.take(key.packed) { return true }
+            shard.ghosts.remember(key.packed)
+            return false
         }
     }
 

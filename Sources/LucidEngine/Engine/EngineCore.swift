@@ -84,8 +84,7 @@ final class EngineCore: Sendable {
 
     /// Reads a value at a location, verifying its page on a cache miss.
     func readValue(_ location: RecordLocation, file: SegmentFile?) throws -> [UInt8] {
-        let page = try PageFetch.page(at: location, file: file, cache: cache, storePath: path)
-        return try PageFetch.value(at: location, in: page, file: file, storePath: path)
+        try PageFetch.value(at: location, file: file, cache: cache, storePath: path)
     }
 
     /// An O(1) copy of the current state.
@@ -184,19 +183,57 @@ enum PageFetch {
     /// false: a large read that must not flush the cache's working set) cached.
     static func page(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
                      storePath: String, caching: Bool = true) throws -> PageBuffer {
-        let key = PageCache.Key(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
+        let key = PageCache.Key(location)
         if let cached = cache.page(for: key) { return cached }
+        let page = try read(location, file: file, cache: cache, storePath: storePath)
+        if caching { cache.insert(page, for: key) }
+        return page
+    }
+
+    /// The value of the record at `location`, copied out: from the cached page, or, on a miss, from the page read
+    /// whole and cached when the cache admits it (``PageCache/admitsAfterMiss(_:)``), else from the page decoded
+    /// only as far as the value ends and not cached. Every path verifies the page's checksum.
+    /// - Throws: ``LucidError/Code/corruption`` naming the file and page when a check fails or the value lies
+    ///   outside the page; ``LucidError/Code/io`` when a read fails.
+    static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
+                      storePath: String) throws -> [UInt8] {
+        let key = PageCache.Key(location)
+        if let cached = cache.page(for: key) { return try value(at: location, in: cached, file: file, storePath: storePath) }
+        if cache.admitsAfterMiss(key) {
+            let page = try read(location, file: file, cache: cache, storePath: storePath)
+            cache.insert(page, for: key, admitted: true)
+            return try value(at: location, in: page, file: file, storePath: storePath)
+        }
+        return try read(location, file: file, cache: cache, storePath: storePath) { file, offset, bound, readAhead in
+            let start = Int(location.valueOffset)
+            return try file.readValue(at: offset, range: start..<(start + Int(location.valueLength)), fileEnd: bound,
+                                      expectedStoredLength: readAhead)
+        }
+    }
+
+    /// The verified page holding the record at `location`, read from its file (not the cache).
+    private static func read(_ location: RecordLocation, file: SegmentFile?, cache: PageCache,
+                             storePath: String) throws -> PageBuffer {
+        try read(location, file: file, cache: cache, storePath: storePath) { file, offset, bound, readAhead in
+            try file.readPage(at: offset, fileEnd: bound, expectedStoredLength: readAhead)
+        }
+    }
+
+    /// Calls `body` with the open segment file of `location`, its page's offset, the file end that bounds a page
+    /// there, and the read-ahead to use; teaches the read-ahead the stored length `body` found.
+    private static func read<R>(
+        _ location: RecordLocation, file: SegmentFile?, cache: PageCache, storePath: String,
+        _ body: (SegmentFile, UInt64, UInt64, Int) throws -> (PageHeader, R)
+    ) throws -> R {
         guard let file else {
             throw LucidError.corruption("index points at segment \(location.segment), which is not open",
                                         file: storePath, offset: UInt64(location.pageOffset))
         }
         let offset = UInt64(location.pageOffset)
         let bound = offset + UInt64(Format.pageHeaderLength + LZ4.bound(Format.maxRawPageLength))
-        let (header, page) = try file.readPage(at: offset, fileEnd: bound,
-                                               expectedStoredLength: cache.readAhead.readLength)
+        let (header, result) = try body(file, offset, bound, cache.readAhead.readLength)
         cache.readAhead.record(storedLength: Int(header.storedLength))
-        if caching { cache.insert(page, for: key) }
-        return page
+        return result
     }
 
     /// The value of the record at `location` in its page, copied out.

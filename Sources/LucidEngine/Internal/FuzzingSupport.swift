@@ -69,6 +69,24 @@
         }
     }
 
+    /// The raw payload of the page at the start of `bytes` (read as ``decodePage(_:salt:)`` reads it), through
+    /// the engine's read path: whole (`range` nil: `SegmentFile.readPage`, which cached reads use) or only the
+    /// bytes `range`, decoded no further than its end (`SegmentFile.readValue`, which uncached point reads use).
+    /// Returns the error's message on failure. Never traps.
+    public static func readPayload(_ bytes: [UInt8], salt: UInt32, range: Range<Int>?) -> Result<[UInt8], PageRejection> {
+        let file = segmentFile(bytes, salt: salt)
+        let offset = UInt64(Format.segmentHeaderLength)
+        let end = offset + UInt64(bytes.count)
+        do {
+            guard let range else { return .success(try file.readPage(at: offset, fileEnd: end).1.bytes) }
+            return .success(try file.readValue(at: offset, range: range, fileEnd: end).1)
+        } catch let error as LucidError {
+            return .failure(PageRejection(reason: error.message))
+        } catch {
+            return .failure(PageRejection(reason: "unexpected error \(error)"))
+        }
+    }
+
     /// Why ``decodePage(_:salt:)`` rejected the bytes.
     public struct PageRejection: Error, Hashable, Sendable {
         public var reason: String

@@ -33,11 +33,12 @@ extension SegmentFile {
     /// records below it.
     func setReadableEnd(_ end: UInt64) { readableEnd.store(end, ordering: .releasing) }
 
-    /// The verified page at `offset` from the mapped bytes, with the `pread` path's checks against `fileEnd`; nil
-    /// when the page does not lie wholly below `limit` (the readable end, at most the mapping's size), for the
-    /// `pread` path to read. So a damaged header can never make a read leave the bytes the file holds.
-    func readPage(at offset: UInt64, fileEnd: UInt64, limit: UInt64,
-                  in bytes: UnsafeRawBufferPointer) throws -> (PageHeader, PageBuffer)? {
+    /// `decode` applied to the header and stored payload of the page at `offset` in the mapped bytes, with the
+    /// `pread` path's checks against `fileEnd`; nil when the page does not lie wholly below `limit` (the readable
+    /// end, at most the mapping's size), for the `pread` path to read. So a damaged header can never make a read
+    /// leave the bytes the file holds. `decode` verifies the payload (``PageCodec``).
+    func mappedPage<R>(at offset: UInt64, fileEnd: UInt64, limit: UInt64, in bytes: UnsafeRawBufferPointer,
+                       _ decode: StoredPageDecoder<R>) throws -> R? {
         let headerLength = Format.pageHeaderLength
         precondition(limit <= UInt64(bytes.count))
         guard offset >= UInt64(Format.segmentHeaderLength), offset + UInt64(headerLength) <= limit,
@@ -53,8 +54,6 @@ extension SegmentFile {
         let payloadStart = start + headerLength
         guard UInt64(payloadStart) + UInt64(header.storedLength) <= limit else { return nil }
         let stored = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + Int(header.storedLength)])
-        let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                file: path, offset: offset)
-        return (header, PageBuffer(raw))
+        return try decode(header, headerBytes, stored)
     }
 }

@@ -29,9 +29,37 @@ final class SegmentFile: Sendable {
     /// One `pread` covers the header and `expectedStoredLength` payload bytes (the writer's page size is a good
     /// guess: a payload is stored compressed only when that saves 1/8); a larger page costs a second one.
     func readPage(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int = 0) throws -> (PageHeader, PageBuffer) {
+        try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored in
+            let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
+                                                    file: path, offset: offset)
+            return (header, PageBuffer(raw))
+        }
+    }
+
+    /// Reads the page at `offset` (which must end by `fileEnd`) as ``readPage(at:fileEnd:expectedStoredLength:)``
+    /// does, checking its whole stored payload, but decodes it only as far as `range` ends and returns those
+    /// bytes: what a point read that will not cache the page needs. - Throws: as `readPage`, and
+    /// ``LucidError/Code/corruption`` when `range` lies outside the page.
+    func readValue(at offset: UInt64, range: Range<Int>, fileEnd: UInt64,
+                   expectedStoredLength: Int = 0) throws -> (PageHeader, [UInt8]) {
+        try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored in
+            let value = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
+                                                      range: range, file: path, offset: offset)
+            return (header, value)
+        }
+    }
+
+    /// `decode` applied to the header and stored payload of the page at `offset`: from the mapping when the page
+    /// lies in it, else read with `pread` (see ``readPage(at:fileEnd:expectedStoredLength:)``). The header is
+    /// checked here; `decode` verifies the payload. - Throws: ``LucidError/Code/corruption`` for a bad header or
+    /// a page past `fileEnd`, and what `decode` throws.
+    private func withStoredPage<R>(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int,
+                                   _ decode: StoredPageDecoder<R>) throws -> R {
         if let mapped = mapping.withLock({ $0 }) {
             let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
-            if let page = try readPage(at: offset, fileEnd: fileEnd, limit: limit, in: mapped.bytes) { return page }
+            if let result = try mappedPage(at: offset, fileEnd: fileEnd, limit: limit, in: mapped.bytes, decode) {
+                return result
+            }
         }
         let headerLength = Format.pageHeaderLength
         guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {
@@ -55,16 +83,18 @@ final class SegmentFile: Sendable {
         // The rest of a payload longer than the read-ahead: read whole, in a second pread.
         let inFirst = first.count >= payloadEnd
         let rest = inFirst ? [] : try handle.read(at: offset + UInt64(headerLength), count: Int(header.storedLength))
-        let raw = try first.withUnsafeBytes { b in
+        return try first.withUnsafeBytes { b in
             try rest.withUnsafeBytes { r in
-                try PageCodec.verifyAndDecode(header: header, headerBytes: UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
-                                              stored: inFirst ? UnsafeRawBufferPointer(rebasing: b[headerLength..<payloadEnd]) : r,
-                                              file: path, offset: offset)
+                try decode(header, UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
+                           inFirst ? UnsafeRawBufferPointer(rebasing: b[headerLength..<payloadEnd]) : r)
             }
         }
-        return (header, PageBuffer(raw))
     }
 }
+
+/// What a page read does with a page whose header checked out: given the header, its bytes and the stored
+/// payload (valid only during the call), it verifies and decodes the payload (``PageCodec``).
+typealias StoredPageDecoder<R> = (PageHeader, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R
 
 /// Checksum verification and decompression of a page payload, shared by every reader of pages.
 enum PageCodec {
@@ -83,5 +113,34 @@ enum PageCodec {
             throw LucidError.corruption("page payload does not decompress to \(header.rawLength) bytes", file: file, offset: offset)
         }
         return raw
+    }
+
+    /// The bytes `range` of the raw payload of a page whose header and stored payload are `headerBytes` and
+    /// `stored`, copied out, after checking the length and the checksum of the whole stored payload; a compressed
+    /// payload is decoded only up to `range.upperBound` (``LZ4/withDecompressedPrefix(_:rawLength:prefixLength:_:)``).
+    /// Does not prove that the rest of the payload decodes: a full read or `verify` does.
+    /// - Throws: ``LucidError/Code/corruption`` at `file`, `offset` when a check fails or `range` lies outside the
+    ///   payload.
+    static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
+                                range: Range<Int>, file: String, offset: UInt64) throws -> [UInt8] {
+        guard stored.count == Int(header.storedLength) else {
+            throw LucidError.corruption("page payload truncated", file: file, offset: offset)
+        }
+        guard PageHeader.computeCRC(headerBytes: headerBytes, payload: stored) == header.maskedCRC else {
+            throw LucidError.corruption("page checksum mismatch", file: file, offset: offset)
+        }
+        let rawLength = header.isCompressed ? Int(header.rawLength) : stored.count
+        guard range.lowerBound >= 0, range.upperBound <= rawLength else {
+            throw LucidError.corruption("value range lies outside its page", file: file, offset: offset)
+        }
+        if !header.isCompressed || range.isEmpty {
+            return header.isCompressed ? [] : Array(stored[range])
+        }
+        guard let value = LZ4.withDecompressedPrefix(stored, rawLength: rawLength, prefixLength: range.upperBound,
+                                                     { Array($0[range]) }) else {
+            throw LucidError.corruption("page payload does not decompress to \(header.rawLength) bytes", file: file,
+                                        offset: offset)
+        }
+        return value
     }
 }

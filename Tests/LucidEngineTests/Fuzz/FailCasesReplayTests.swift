@@ -292,6 +292,7 @@ enum PageChecks {
             }
             if p.type == 1 { try checkRoundTrip(p, salt: salt) }
         }
+        try checkPartialRead(page, salt: salt, prefix: 1 + Int(mode >> 1) << 5)
         let scan = FuzzingSupport.scanSegmentBody(page, salt: salt, maxSteps: 1_000)
         for (a, b) in zip(scan.pageOffsets, scan.pageOffsets.dropFirst()) {
             try fuzzRequire(a < b, "scan returned page offsets out of order: \(a), \(b)")
@@ -301,6 +302,26 @@ enum PageChecks {
         switch result {
         case .success: try fuzzRequire(scan.pageOffsets.first == 0, "scan did not find the page decodePage accepted")
         case .failure: try fuzzRequire(page.isEmpty || scan.failures.first == 0, "scan accepted what decodePage rejected")
+        }
+    }
+
+    /// A point read that decodes a page only as far as the `prefix` bytes it wants returns exactly the first
+    /// bytes of what the whole read returns, and fails whenever the whole read fails for any reason other than the
+    /// payload's compressed data (which the partial read may not reach: the checksum still covers all of it).
+    static func checkPartialRead(_ page: [UInt8], salt: UInt32, prefix: Int) throws {
+        let whole = FuzzingSupport.readPayload(page, salt: salt, range: nil)
+        let partial = FuzzingSupport.readPayload(page, salt: salt, range: 0..<prefix)
+        switch (whole, partial) {
+        case (.success(let raw), .success(let bytes)):
+            try fuzzRequire(prefix <= raw.count && bytes == Array(raw[0..<prefix]),
+                            "a partial read of \(prefix) bytes differs from the whole read's first bytes")
+        case (.success(let raw), .failure(let why)):
+            try fuzzRequire(prefix > raw.count, "a partial read of \(prefix) of \(raw.count) bytes failed: \(why.reason)")
+        case (.failure(let why), .success):
+            try fuzzRequire(why.reason.contains("decompress"),
+                            "a partial read succeeded where the whole read failed: \(why.reason)")
+        case (.failure, .failure):
+            break
         }
     }
 

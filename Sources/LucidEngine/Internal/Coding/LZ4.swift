@@ -47,4 +47,26 @@ enum LZ4 {
         }
         return ok ? result : nil
     }
+
+    /// Decompresses the first `prefixLength` bytes of the block `source`, which decodes to `rawLength` bytes,
+    /// and calls `body` with them (valid only during the call). Decoding stops at `prefixLength`
+    /// (`LZ4_decompress_safe_partial`, as safe as `decompress` against any input): a reader that needs one value
+    /// of a page skips decoding the rest. Returns `nil` without calling `body` when the input is malformed or
+    /// decodes to fewer than `prefixLength` bytes. Requires `0 < prefixLength <= rawLength`; the caller bounds
+    /// `rawLength`. Cost: O(prefixLength) and a scratch buffer of `rawLength` bytes (on the stack when it fits).
+    static func withDecompressedPrefix<R>(_ source: UnsafeRawBufferPointer, rawLength: Int, prefixLength: Int,
+                                          _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard prefixLength > 0, prefixLength <= rawLength, source.count > 0, source.count <= Int(Int32.max),
+              rawLength <= Int(Int32.max) else { return nil }
+        return try withUnsafeTemporaryAllocation(byteCount: rawLength, alignment: 16) { scratch -> R? in
+            // The whole block is passed (`source.count` is its exact size), so liblz4 never reads past it, and the
+            // destination capacity is the whole decoded size, so it never writes past the scratch.
+            let n = LZ4_decompress_safe_partial(
+                source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                scratch.baseAddress!.assumingMemoryBound(to: CChar.self),
+                Int32(source.count), Int32(prefixLength), Int32(rawLength))
+            guard n >= Int32(prefixLength) else { return nil }
+            return try body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<prefixLength]))
+        }
+    }
 }

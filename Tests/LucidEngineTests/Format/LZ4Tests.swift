@@ -1,0 +1,62 @@
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+/// `LZ4.withDecompressedPrefix`, the partial decode of uncached point reads: any prefix of a block decodes to the
+/// first bytes of the whole block, and lengths it cannot serve are refused rather than read or written past.
+@Suite("Engine: LZ4 partial decode")
+struct LZ4Tests {
+    /// Blocks of every kind a page holds: incompressible, highly repetitive, and text-like mixes.
+    static func samples() -> [[UInt8]] {
+        var rng = SplitMix64(seed: 17)
+        var samples: [[UInt8]] = []
+        for length in [1, 2, 15, 64, 200, 1_000, 4_096, 9_000] {
+            samples.append(rng.bytes(length))
+            samples.append([UInt8](repeating: UInt8(length & 0xFF), count: length))
+            let words = ["genre", "title", "rating", "2026-11-25", "{\"id\":", "}"]
+            var text: [UInt8] = []
+            while text.count < length { text += Array(words[Int(rng.next() % UInt64(words.count))].utf8) }
+            samples.append(Array(text[0..<length]))
+        }
+        return samples
+    }
+
+    @Test("every prefix length of every sample decodes to the sample's first bytes")
+    func prefixesMatch() throws {
+        for raw in Self.samples() {
+            var compressed: [UInt8] = []
+            _ = try #require(raw.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed) })
+            let lengths = Set([1, 2, 7, raw.count / 3, raw.count / 2, raw.count - 1, raw.count].filter { $0 >= 1 && $0 <= raw.count })
+            for length in lengths.sorted() {
+                let decoded = compressed.withUnsafeBytes {
+                    LZ4.withDecompressedPrefix($0, rawLength: raw.count, prefixLength: length) { Array($0) }
+                }
+                #expect(decoded == Array(raw[0..<length]), "\(raw.count) bytes, prefix \(length)")
+            }
+        }
+    }
+
+    @Test("a prefix of 0 or past the raw length, a block shorter than the prefix needs, and garbage are refused")
+    func refusals() throws {
+        var rng = SplitMix64(seed: 23)
+        let raw = rng.bytes(3_000)
+        var compressed: [UInt8] = []
+        _ = try #require(raw.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed) })
+        func decode(_ source: [UInt8], rawLength: Int, prefix: Int) -> [UInt8]? {
+            source.withUnsafeBytes { LZ4.withDecompressedPrefix($0, rawLength: rawLength, prefixLength: prefix) { Array($0) } }
+        }
+        #expect(decode(compressed, rawLength: raw.count, prefix: 0) == nil)
+        #expect(decode(compressed, rawLength: raw.count, prefix: raw.count + 1) == nil)
+        // Cut short: the whole block's last bytes are missing, so a prefix that needs them cannot decode.
+        #expect(decode(Array(compressed.dropLast(40)), rawLength: raw.count, prefix: raw.count) == nil)
+        // A claimed raw length below what the block decodes to: the whole prefix fits, and that is all it returns.
+        #expect(decode(compressed, rawLength: 100, prefix: 100) == Array(raw[0..<100]))
+        // Random bytes as a block: refused or decoded, never read or written out of bounds (ASan in the fuzz run).
+        for _ in 0..<200 {
+            let garbage = rng.bytes(1 + Int(rng.next() % 300))
+            if let out = decode(garbage, rawLength: 4_096, prefix: 1 + Int(rng.next() % 4_096)) {
+                #expect(out.count >= 1 && out.count <= 4_096)
+            }
+        }
+    }
+}
