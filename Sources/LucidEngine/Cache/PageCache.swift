@@ -9,8 +9,9 @@ import Synchronization
 ///   unless read again before the next miss, and its key is then remembered (``PageGhosts``);
 /// - a page read again while on probation, or missed again while its key is remembered, is admitted: placed
 ///   behind the hand, it stays for at least a whole sweep, and for as long as it is read between sweeps;
-/// - a point read's first miss (``admitsAfterMiss(_:)``) does not cache the page at all, only remembers its key:
-///   the reader decodes the page just far enough for its value, and caches it, admitted, if it misses it again.
+/// - once the cache is full, a point read's first miss (``afterMiss(_:)``) does not cache the page at all, only
+///   remembers its key: the reader decodes the page just far enough for its value, and caches it, admitted, if it
+///   misses it again.
 /// Probation also recycles memory: the buffer freed is the one just filled, still in the processor's caches.
 /// Capacity counts payload bytes. - Complexity: O(1) amortized per lookup and insert.
 final class PageCache: Sendable {
@@ -117,17 +118,27 @@ final class PageCache: Sendable {
         }
     }
 
-    /// For a point read that just missed `key`: whether to read the page whole and cache it, admitted
-    /// (``insert(_:for:admitted:)``), because its key is remembered as a ghost (it was missed recently). Otherwise
-    /// its key is remembered now and the caller reads only the value it wants, without caching the page: a page
-    /// read once by a point read is never cached, so uniformly random reads neither pay to cache pages nor flush
-    /// the ones read again (2Q's rule, with the first miss remembered instead of cached on probation). O(1).
-    func admitsAfterMiss(_ key: Key) -> Bool {
-        guard shardCapacity > 0 else { return false }
+    /// What a point read does with a page it just missed (``afterMiss(_:)``).
+    enum MissPolicy: Equatable {
+        /// Decode only as far as the wanted value ends; do not cache the page.
+        case readValueOnly
+        /// Read the page whole and cache it (``insert(_:for:admitted:)``), admitted or on probation.
+        case cache(admitted: Bool)
+    }
+
+    /// For a point read that just missed `key`: cache the page, admitted, when its key is remembered as a ghost
+    /// (it was missed recently); cache it on probation when its shard has room for a page of the writer's size
+    /// (caching then evicts nothing); otherwise remember its key and read only the value, without caching the
+    /// page. So a page read once by a point read is not cached once the cache is full: uniformly random reads
+    /// neither pay to cache pages nor flush the ones read again (2Q's rule, with the first miss remembered
+    /// instead of cached on probation). A cache of no bytes always reads values only. O(1).
+    func afterMiss(_ key: Key) -> MissPolicy {
+        guard shardCapacity > 0 else { return .readValueOnly }
         return shards[shardIndex(key)].mutex.withLock { shard in
-            if shard.ghosts.take(key.packed) { return true }
+            if shard.ghosts.take(key.packed) { return .cache(admitted: true) }
+            if shard.bytes + readAhead.maximum <= shardCapacity { return .cache(admitted: false) }
             shard.ghosts.remember(key.packed)
-            return false
+            return .readValueOnly
         }
     }
 

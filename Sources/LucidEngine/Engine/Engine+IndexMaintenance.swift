@@ -58,8 +58,10 @@ extension Engine {
                     for key in chunk {
                         guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { continue }
                         let file = state.segments[UInt64(location.segment)]
-                        let value = try core.readValue(location, file: file)
-                        let old = try PageFetch.terms(at: location, file: file, cache: core.cache, storePath: core.path)
+                        // One page read for the value and the terms after it.
+                        let page = try PageFetch.page(at: location, file: file, cache: core.cache, storePath: core.path)
+                        let value = try PageFetch.value(at: location, in: page, file: file, storePath: core.path)
+                        let old = try PageFetch.terms(at: location, in: page, file: file, storePath: core.path)
                         let terms = try newTerms(key, value, old)
                         if terms == old { continue }
                         batch.put(value, forKey: key, in: keyspace, indexTerms: terms)

@@ -191,17 +191,17 @@ enum PageFetch {
     }
 
     /// The value of the record at `location`, copied out: from the cached page, or, on a miss, from the page read
-    /// whole and cached when the cache admits it (``PageCache/admitsAfterMiss(_:)``), else from the page decoded
-    /// only as far as the value ends and not cached. Every path verifies the page's checksum.
+    /// whole and cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page decoded only as
+    /// far as the value ends and not cached. Every path verifies the page's checksum.
     /// - Throws: ``LucidError/Code/corruption`` naming the file and page when a check fails or the value lies
     ///   outside the page; ``LucidError/Code/io`` when a read fails.
     static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
                       storePath: String) throws -> [UInt8] {
         let key = PageCache.Key(location)
         if let cached = cache.page(for: key) { return try value(at: location, in: cached, file: file, storePath: storePath) }
-        if cache.admitsAfterMiss(key) {
+        if case .cache(let admitted) = cache.afterMiss(key) {
             let page = try read(location, file: file, cache: cache, storePath: storePath)
-            cache.insert(page, for: key, admitted: true)
+            cache.insert(page, for: key, admitted: admitted)
             return try value(at: location, in: page, file: file, storePath: storePath)
         }
         return try read(location, file: file, cache: cache, storePath: storePath) { file, offset, bound, readAhead in
@@ -268,7 +268,15 @@ enum PageFetch {
     static func terms(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
                       storePath: String) throws -> [IndexTerm] {
         guard location.hasTerms else { return [] }
-        let page = try page(at: location, file: file, cache: cache, storePath: storePath)
+        return try terms(at: location, in: page(at: location, file: file, cache: cache, storePath: storePath),
+                         file: file, storePath: storePath)
+    }
+
+    /// The index terms of the record at `location` in its (already read) page.
+    /// - Throws: ``LucidError/Code/corruption`` when they do not decode.
+    static func terms(at location: RecordLocation, in page: PageBuffer, file: SegmentFile?,
+                      storePath: String) throws -> [IndexTerm] {
+        guard location.hasTerms else { return [] }
         let end = Int(location.valueOffset) + Int(location.valueLength)
         guard let terms = page.bytes.withUnsafeBytes({ RecordCodec.terms(afterValueEndingAt: end, in: $0) }) else {
             throw LucidError.corruption("index terms after a value do not decode", file: file?.path ?? storePath,

@@ -43,15 +43,17 @@ public struct Snapshot: Sendable {
     public func keyspaces() -> [String] { state.keyspaces.filter { !$0.value.isEmpty }.keys.sorted() }
 
     /// Calls `body` for each record in `range`, in key order (descending when `reverse`), at most `limit`
-    /// times; `body` returns false to stop early. Values are read lazily, one page at a time through the cache.
+    /// times; `body` returns false to stop early. Values are read lazily through the cache, a page held across the
+    /// records it holds when they are next to each other in key order (``KeyOrderReader``).
     public func forEach(in keyspace: String, range: KeyRange = .all, reverse: Bool = false, limit: Int? = nil,
                         _ body: (KeyValue) throws -> Bool) throws {
         try core.checkOpen()
         guard let tree = state.keyspaces[keyspace]?.primary else { return }
         var remaining = limit ?? Int.max
         guard remaining > 0 else { return }
+        var reader = KeyOrderReader(core: core)
         try tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, location in
-            let value = try core.readValue(location, file: state.segments[UInt64(location.segment)])
+            let value = try reader.value(at: location, file: state.segments[UInt64(location.segment)])
             remaining -= 1
             return try body(KeyValue(key: Array(key), value: value)) && remaining > 0
         }

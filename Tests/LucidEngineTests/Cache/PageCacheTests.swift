@@ -74,24 +74,26 @@ struct PageCacheTests {
         #expect(wrong == 0)
     }
 
-    @Test("a point read's first miss only remembers the page; a second miss while remembered admits it")
+    @Test("a point read's miss caches the page while there is room; once full, a first miss only remembers it")
     func pointReadAdmission() {
         let cache = PageCache(capacityBytes: 64 * Self.pageBytes)
         let key = PageCache.Key(segment: 1, offset: 7)
-        #expect(!cache.admitsAfterMiss(key), "a first miss does not cache the page")
-        #expect(cache.page(for: key) == nil)
-        #expect(cache.admitsAfterMiss(key), "a second miss, while the first is remembered, does")
+        #expect(cache.afterMiss(key) == .cache(admitted: false), "room: cached on probation, evicting nothing")
+        // Fill every shard.
+        for i in 0..<1_000 { cache.insert(Self.page(1), for: .init(segment: 5, offset: UInt64(i))) }
+        #expect(cache.afterMiss(key) == .readValueOnly, "full: a first miss does not cache the page")
+        #expect(cache.afterMiss(key) == .cache(admitted: true), "a second miss, while the first is remembered, does")
         cache.insert(Self.page(7), for: key, admitted: true)
         #expect(cache.page(for: key)?.bytes.first == 7)
         // Remembered keys are bounded: after many other first misses, a key is a first miss again.
         let other = PageCache.Key(segment: 2, offset: 1)
-        #expect(!cache.admitsAfterMiss(other))
-        for i in 0..<10_000 { _ = cache.admitsAfterMiss(.init(segment: 4, offset: UInt64(i))) }
-        #expect(!cache.admitsAfterMiss(other), "forgotten after 10,000 other misses")
-        #expect(cache.admitsAfterMiss(other), "and remembered again")
-        // A cache of no bytes caches nothing: every miss is read partially.
+        #expect(cache.afterMiss(other) == .readValueOnly)
+        for i in 0..<10_000 { _ = cache.afterMiss(.init(segment: 4, offset: UInt64(i))) }
+        #expect(cache.afterMiss(other) == .readValueOnly, "forgotten after 10,000 other misses")
+        #expect(cache.afterMiss(other) == .cache(admitted: true), "and remembered again")
+        // A cache of no bytes caches nothing: every miss reads the value only.
         let none = PageCache(capacityBytes: 0)
-        #expect(!none.admitsAfterMiss(key) && !none.admitsAfterMiss(key))
+        #expect(none.afterMiss(key) == .readValueOnly && none.afterMiss(key) == .readValueOnly)
     }
 
     @Test("the cache holds no more bytes than its capacity, and a page larger than a shard is not cached")

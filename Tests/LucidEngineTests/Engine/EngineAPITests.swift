@@ -346,17 +346,13 @@ struct EngineAPITests {
             defer { try? again.close() }
             let before = again.statistics
             #expect(before.lastSequence == 7 && before.liveKeys == 11 && before.batchesCommitted == 0)
-            // A point read's first miss reads the page without caching it; its second caches it; the third hits.
             _ = try again.get([3], in: "st")
             let afterMiss = again.statistics
-            #expect(afterMiss.cacheMisses == before.cacheMisses + 1, "a first read misses the cache")
-            _ = try again.get([3], in: "st")
-            let afterSecondMiss = again.statistics
-            #expect(afterSecondMiss.cacheMisses == afterMiss.cacheMisses + 1, "a first miss did not cache the page")
+            #expect(afterMiss.cacheMisses > before.cacheMisses, "a first read misses the cache")
             _ = try again.get([3], in: "st")
             let afterHit = again.statistics
-            #expect(afterHit.cacheHits == afterSecondMiss.cacheHits + 1, "a second miss cached it: the third read hits")
-            #expect(afterHit.cacheMisses == afterSecondMiss.cacheMisses)
+            #expect(afterHit.cacheHits == afterMiss.cacheHits + 1, "a second read of the page hits")
+            #expect(afterHit.cacheMisses == afterMiss.cacheMisses)
         }
     }
 

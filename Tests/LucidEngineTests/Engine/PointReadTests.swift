@@ -4,14 +4,17 @@ import LucidEngineTestSupport
 
 /// Uncached point reads (`Engine.get`, index queries): a page missed for the first time is decoded only as far
 /// as the wanted value ends and not cached; missed again, it is read whole and cached. Either way the value is
-/// exactly the one written, and the whole stored page must still pass its checksum.
+/// exactly the one written, and the whole stored page must still pass its checksum. A key-order walk
+/// (`forEach`) holds a page across the records next to each other on it, and reads scattered records as point
+/// reads do.
 @Suite("Engine: uncached point reads")
 struct PointReadTests {
     static func key(_ i: Int) -> [UInt8] { Array("point-\(i)".utf8) }
 
-    /// 4 KiB pages, a 1 MiB cache, no sync, no background compaction.
-    static func options() -> EngineOptions {
-        var o = EngineTest.options(sync: .none, pageCacheBytes: 1 << 20)
+    /// 4 KiB pages, no sync, no background compaction, and a cache of `cacheBytes`: by default 64 KiB, a page per
+    /// shard, so that nearly every first miss finds the cache full and reads the value only.
+    static func options(cacheBytes: Int = 64 << 10) -> EngineOptions {
+        var o = EngineTest.options(sync: .none, pageCacheBytes: cacheBytes)
         o.autoCompaction = nil
         return o
     }
@@ -101,7 +104,8 @@ struct PointReadTests {
             try handle.write([byte[0] ^ 0x01], at: last)
             try handle.close()
 
-            let engine = try Engine.open(at: dir, options: Self.options())
+            // No cache: the read decodes the page only as far as the value ends.
+            let engine = try Engine.open(at: dir, options: Self.options(cacheBytes: 0))
             defer { try? engine.close() }
             do {
                 _ = try engine.get(Self.key(found.index), in: "p")
@@ -109,6 +113,48 @@ struct PointReadTests {
             } catch let error as LucidError {
                 #expect(error.code == .corruption && error.file == found.path && error.offset == pageOffset, "\(error)")
                 #expect(error.message.contains("checksum"), "\(error)")
+            }
+        }
+    }
+    @Test("a key-order walk holds each page across a run of records on it, and reads scattered records one by one",
+          arguments: [false, true])
+    func keyOrderWalk(shuffled: Bool) throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var rng = SplitMix64(seed: 37)
+            var order = Array(0..<2_000)
+            if shuffled { order.shuffle(using: &rng) }
+            let key = { (i: Int) in Array("walk-\(String(1_000_000 + i))".utf8) }
+            var values = [[UInt8]](repeating: [], count: order.count)
+            do {
+                let engine = try Engine.open(at: dir, options: Self.options())
+                defer { try? engine.close() }
+                for start in stride(from: 0, to: order.count, by: 50) {
+                    var batch = WriteBatch()
+                    for i in order[start..<(start + 50)] {
+                        values[i] = rng.bytes(100 + Int(rng.next() % 200))
+                        batch.put(values[i], forKey: key(i), in: "w")
+                    }
+                    try engine.commitAndWait(batch)
+                }
+            }
+            let engine = try Engine.open(at: dir, options: Self.options())
+            defer { try? engine.close() }
+            let primary = try #require(engine.core.currentState().keyspaces["w"]?.primary)
+            let pages = Set((0..<order.count).map { primary.value(forKey: key($0))!.pageOffset }).count
+            let before = engine.statistics
+            var seen = 0
+            try engine.snapshot().forEach(in: "w") { record in
+                #expect(record.key == key(seen) && record.value == values[seen], "record \(seen)")
+                seen += 1
+                return true
+            }
+            #expect(seen == order.count)
+            let after = engine.statistics
+            let lookups = (after.cacheHits + after.cacheMisses) - (before.cacheHits + before.cacheMisses)
+            if shuffled {
+                #expect(lookups >= UInt64(order.count) * 9 / 10, "scattered: about one lookup per record (\(lookups))")
+            } else {
+                #expect(lookups <= UInt64(pages + 1), "in runs: one lookup per page, \(lookups) for \(pages) pages")
             }
         }
     }
