@@ -185,7 +185,8 @@ enum FuzzHelpers {
         return (String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self), version)
     }
 
-    /// Everything the engine holds, read through `scan` (checking key order and `count`).
+    /// Everything the engine holds, read through `scan` (checking key order and `count`, and that `get` and
+    /// `forEach` agree).
     static func readAll(_ engine: Engine, alsoKeyspaces: some Sequence<String> = []) throws -> StoreModel {
         var model = StoreModel()
         for keyspace in Set(engine.keyspaces()).union(alsoKeyspaces) {
@@ -202,6 +203,15 @@ enum FuzzHelpers {
                 let direct = try engine.get(pair.key, in: keyspace)
                 try fuzzRequire(direct == pair.value, "get and scan disagree on key \(pair.key) in \(keyspace)")
             }
+            // The streaming walk (a page held across a run of records, point reads between runs) agrees.
+            var walked = 0
+            var walkAgrees = true
+            try engine.snapshot().forEach(in: keyspace) { record in
+                walkAgrees = walked < pairs.count && record.key == pairs[walked].key && same(record.value, pairs[walked].value)
+                walked += 1
+                return walkAgrees
+            }
+            try fuzzRequire(walkAgrees && walked == pairs.count, "forEach and scan disagree in \(keyspace) at \(walked)")
             if !keys.isEmpty { model[keyspace] = keys }
         }
         return model
@@ -736,7 +746,7 @@ enum RecoveryChecks {
 
 // MARK: - FuzzOperations
 
-/// Input: a header byte (sync mode `always` or `none`; page cache on or off), then operations: puts, deletes,
+/// Input: a header byte (sync mode `always` or `none`; no page cache, a tiny one or 1 MiB), then operations: puts, deletes,
 /// batches, large puts of up to 128 KiB (a few roll the 1 MiB segments), reopen (close + open), crash
 /// (`FaultFileSystem.crash` with one of the four policies, then open), sync, verify, seal (`sealActiveSegment`) and
 /// compaction (every sealed segment, or a fuzzer-chosen adjacent run of them, so deletions are sometimes kept).
@@ -752,7 +762,9 @@ enum OperationChecks {
         var input = FuzzInput(bytes)
         let header = input.byte()
         let sync: EngineOptions.SyncMode = header & 1 == 0 ? .always : .none
-        let cache = header & 2 == 0 ? 1 << 20 : 0
+        // No cache (every read decodes only its value), 64 KiB (a page per shard: full at once, so reads take
+        // every path: value only, cached on a second miss, hit) or 1 MiB (small stores fit).
+        let cache = header & 2 != 0 ? 0 : header & 4 != 0 ? 64 << 10 : 1 << 20
         var fs = FaultFileSystem()
         let dir = "/ops"
         func open() throws -> Engine { try Engine.open(at: dir, options: FuzzHelpers.options(fs, sync: sync, pageCacheBytes: cache)) }
