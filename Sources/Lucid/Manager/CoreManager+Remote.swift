@@ -1,7 +1,7 @@
 /// Reads by data source: local, remote (with persistence and fallback), local-then-remote, local-or-remote.
 extension CoreManager {
     /// The source a read really uses: local only when the user has local access only.
-    private func effectiveSource(_ context: ReadContext<E>, _ access: UserAccess) -> DataSource {
+    func effectiveSource(_ context: ReadContext<E>, _ access: UserAccess) -> DataSource {
         access == .localAccess ? .local : context.dataSource
     }
 

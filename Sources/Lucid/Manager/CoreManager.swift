@@ -17,6 +17,8 @@ import Synchronization
 public final class CoreManager<E: LocalEntity>: Sendable {
     /// Memory and disk stores, in level order.
     let stores: [any Store<E>]
+    /// `stores` again when every one of them reads without suspending, so that `get` calls them directly.
+    let synchronousStores: [any SynchronousGetStore<E>]?
     /// The backend, if the manager has one.
     let remote: (any RemoteStoring<E>)?
     let writeLock = AsyncMutex()
@@ -27,6 +29,8 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     public init(stores: [any Store<E>]) {
         precondition(!stores.isEmpty, "a CoreManager needs at least one store")
         self.stores = stores.filter { $0.level != .remote }.sorted { $0.level < $1.level }
+        let synchronous = self.stores.compactMap { $0 as? any SynchronousGetStore<E> }
+        synchronousStores = synchronous.count == self.stores.count ? synchronous : nil
         remote = stores.lazy.compactMap { $0 as? any RemoteStoring<E> }.first
         adoptCreatesAnsweredLater()
     }
@@ -46,29 +50,55 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
     public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
         let access = try checkRead(context)
-        let found = try await dispatchGet(identifier, context, access: access)
+        let found: E?
+        if let synchronousStores, effectiveSource(context, access) == .local {
+            // Local stores that never suspend: no async frame per store (or for the dispatch).
+            found = try localGetNow(identifier, context, synchronousStores)
+        } else {
+            found = try await dispatchGet(identifier, context, access: access)
+        }
         try checkUnchanged(access, context.accessValidator)
         return found
     }
 
     /// The local stores' entity for `identifier` (memory before disk), contract-checked.
     func localGet(_ identifier: E.Identifier, _ context: ReadContext<E>) async throws(ManagerError) -> E? {
+        if let synchronousStores { return try localGetNow(identifier, context, synchronousStores) }
         var failure: StoreError?
-        var found: E?
         let validates = context.contract.shouldValidate(E.self)
         for store in stores {
             do throws(StoreError) {
                 if let entity = try await store.get(byID: identifier),
                    !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
-                    found = entity
-                    break
+                    return entity
                 }
             } catch {
                 failure = failure.map { .composite(current: error, previous: $0) } ?? error
             }
         }
-        if found == nil, let failure { throw .wrap(failure) }
-        return found
+        if let failure { throw .wrap(failure) }
+        return nil
+    }
+
+    /// ``localGet(_:_:)`` through stores that never suspend: no async frame per store. (The loop is repeated
+    /// rather than shared through a helper type: in this unspecialized generic code, a generic helper costs a
+    /// runtime metadata lookup and an entity copy per get, more than the async frames saved.)
+    private func localGetNow(_ identifier: E.Identifier, _ context: ReadContext<E>,
+                             _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> E? {
+        var failure: StoreError?
+        let validates = context.contract.shouldValidate(E.self)
+        for store in stores {
+            do throws(StoreError) {
+                if let entity = try store.getNow(identifier),
+                   !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
+                    return entity
+                }
+            } catch {
+                failure = failure.map { .composite(current: error, previous: $0) } ?? error
+            }
+        }
+        if let failure { throw .wrap(failure) }
+        return nil
     }
 
     /// The entities with these identifiers, in the order given, once and as a continuous query.

@@ -8,7 +8,7 @@ import Synchronization
 /// - `set`: disk first, then memory with the disk's merged entities; entities equal to their cached copy
 ///   (``LocalEntity/shouldOverwrite(with:)`` false) are not rewritten. `remove`/`removeAll`: disk, then memory.
 /// - Writes are serialized (a FIFO async lock), so memory never shows a value the disk does not hold.
-public final class CacheStore<E: LocalEntity>: Store {
+public final class CacheStore<E: LocalEntity>: SynchronousGetStore {
     /// The memory cache.
     public let memory: InMemoryStore<E>
     /// The backing store.
@@ -26,6 +26,11 @@ public final class CacheStore<E: LocalEntity>: Store {
     }
 
     public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
+        try getNow(identifier)
+    }
+
+    /// Synchronous ``get(byID:)``.
+    public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
         if let hit = memory.getNow(identifier) { return hit }
         let before = generation.withLock { $0.started }
         guard let found = try disk.getNow(identifier) else { return nil }

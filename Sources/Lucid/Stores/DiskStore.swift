@@ -14,7 +14,7 @@ import LucidEngine
 ///   (`~=`, comparisons of identifiers by order) is evaluated on the candidates the rest of the filter leaves,
 ///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity.
 /// - Writes are serialized per store (a FIFO async lock) so that each batch merges with the current values.
-public final class DiskStore<E: LocalEntity>: Store {
+public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
     /// The engine holding the data.
     public let engine: Engine
     /// The keyspace (default: the entity's ``EntityTypeIdentifying/identifierTypeID``).

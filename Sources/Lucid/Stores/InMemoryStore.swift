@@ -5,7 +5,7 @@ import Synchronization
 /// Gets and searches count as uses.
 ///
 /// Any filter is evaluated in memory. - Complexity: get, set and remove O(1) per entity on average; search O(n log n).
-public final class InMemoryStore<E: LocalEntity>: Store {
+public final class InMemoryStore<E: LocalEntity>: SynchronousGetStore {
     private struct State {
         var index = DualHashDictionary<E.Identifier, Int>()
         /// Entities by slot (nil: a free slot). The recency list's links live apart, in `prev` and `next`, so

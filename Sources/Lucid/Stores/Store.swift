@@ -29,6 +29,13 @@ public protocol Store<E>: Sendable {
     func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier]
 }
 
+/// A store whose reads by identifier never suspend (the memory, disk and cache stores):
+/// ``CoreManager/get(byID:in:)`` reads a stack of them without an async call per store.
+public protocol SynchronousGetStore<E>: Store {
+    /// ``Store/get(byID:)`` without suspending. - Throws: as `get(byID:)`.
+    func getNow(_ identifier: E.Identifier) throws(StoreError) -> E?
+}
+
 /// A store failure.
 public enum StoreError: Error, Sendable, CustomStringConvertible {
     /// The query is invalid.

@@ -24,6 +24,18 @@ struct LongBooksOnly: EntityContract {
     }
 }
 
+/// A store that answers only through the async `Store` API (as a custom store would), so that `CoreManager.get`
+/// takes its general, suspending path instead of calling `SynchronousGetStore.getNow`.
+struct AsyncOnlyStore: Store {
+    let base: DiskStore<Book>
+    var level: StoreLevel { base.level }
+    func get(byID identifier: Book.Identifier) async throws(StoreError) -> Book? { try await base.get(byID: identifier) }
+    func search(_ query: Query<Book>) async throws(StoreError) -> QueryResult<Book> { try await base.search(query) }
+    func set(_ entities: [Book]) async throws(StoreError) -> [Book] { try await base.set(entities) }
+    func remove(_ identifiers: [Book.Identifier]) async throws(StoreError) { try await base.remove(identifiers) }
+    func removeAll(_ query: Query<Book>) async throws(StoreError) -> [Book.Identifier] { try await base.removeAll(query) }
+}
+
 @Suite("CoreManager")
 struct CoreManagerTests {
     static func manager() throws -> (CoreManager<Book>, TemporaryStore) {
@@ -113,6 +125,34 @@ struct CoreManagerTests {
         #expect(try await manager.get(byID: .remote(1), in: context) == nil)
         #expect(try await manager.get(byID: .remote(1))?.title == "Short")
         _ = temp
+    }
+
+    @Test("get answers the same through stores that never suspend and through an async-only one: level order, contracts, errors",
+          arguments: [false, true])
+    func getPaths(asyncOnly: Bool) async throws {
+        let temp = try TemporaryStore()
+        let disk = DiskStore<Book>(engine: temp.engine)
+        let memory = InMemoryStore<Book>(limit: 100)
+        let manager = CoreManager<Book>(stores: asyncOnly ? [memory, AsyncOnlyStore(base: disk)] : [memory, disk])
+        try await manager.set([Book.remote(1, "Short", pages: 40), Book.remote(2, "Long", pages: 400)])
+        _ = try await disk.set([Book.remote(3, "Disk only", pages: 300)])
+        _ = try await memory.set([Book.remote(4, "Memory copy", pages: 10)])
+        _ = try await disk.set([Book.remote(4, "Disk copy", pages: 500)])
+        #expect(try await manager.get(byID: .remote(3))?.title == "Disk only", "memory misses, disk answers")
+        #expect(try await manager.get(byID: .remote(4))?.title == "Memory copy", "memory first")
+        let long = ReadContext<Book>(contract: LongBooksOnly())
+        #expect(try await manager.get(byID: .remote(4), in: long)?.title == "Disk copy", "a rejected entity: next store")
+        #expect(try await manager.get(byID: .remote(1), in: long) == nil)
+        #expect(try await manager.get(byID: .remote(2), in: long)?.title == "Long")
+        #expect(try await manager.get(byID: .remote(9)) == nil)
+        try temp.engine.close()
+        #expect(try await manager.get(byID: .remote(1))?.title == "Short", "memory answers before the closed disk")
+        do {
+            _ = try await manager.get(byID: .remote(3))
+            Issue.record("a get that memory misses must fail on the closed disk store")
+        } catch {
+            guard case .store = error else { Issue.record("unexpected \(error)"); return }
+        }
     }
 
     @Test("writes are ordered per identifier: a stale write never overwrites a newer one")
