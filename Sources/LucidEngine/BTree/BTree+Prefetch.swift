@@ -75,6 +75,12 @@ extension BTree.Node {
     /// heads' header, then each binary-search probe, then the offsets or the child. Sized for the largest
     /// node (`maxLeafEntries` entries, `maxInternalChildren` children); lines past an array's end are never
     /// read. Changes nothing and retains nothing; a hint only. O(1).
+    ///
+    /// Readers call it concurrently on a shared node. It reads each array's storage address through an `inout`
+    /// access (`storage(of:)`), which writes nothing (the properties are `@exclusivity(unchecked)`, so no dynamic
+    /// check runs either) but which the thread sanitizer's Swift access-race check reports as a modification.
+    /// The read-only spellings tried (`withUnsafeBufferPointer`, a borrowing `withUnsafePointer`) each compile to
+    /// a retain and release of the array, an atomic write to memory that readers share, per node visited.
     @inline(__always)
     func prefetchSearch() {
         Self.prefetch(Self.storage(of: &keyHeads), bytes: 32 + 8 * BTreeLayout.maxInternalChildren)

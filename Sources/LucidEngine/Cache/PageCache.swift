@@ -9,7 +9,7 @@ import Synchronization
 ///   unless read again before the next miss, and its key is then remembered (``PageGhosts``);
 /// - a page read again while on probation, or missed again while its key is remembered, is admitted: placed
 ///   behind the hand, it stays for at least a whole sweep, and for as long as it is read between sweeps;
-/// - once the cache is full, a point read's first miss (``afterMiss(_:)``) does not cache the page at all, only
+/// - once its shard is full, a point read's first miss (``afterMiss(_:)``) does not cache the page at all, only
 ///   remembers its key: the reader decodes the page just far enough for its value, and caches it, admitted, if it
 ///   misses it again.
 /// Probation also recycles memory: the buffer freed is the one just filled, still in the processor's caches.
@@ -128,12 +128,13 @@ final class PageCache: Sendable {
 
     /// For a point read that just missed `key`: cache the page, admitted, when its key is remembered as a ghost
     /// (it was missed recently); cache it on probation when its shard has room for a page of the writer's size
-    /// (caching then evicts nothing); otherwise remember its key and read only the value, without caching the
-    /// page. So a page read once by a point read is not cached once the cache is full: uniformly random reads
-    /// neither pay to cache pages nor flush the ones read again (2Q's rule, with the first miss remembered
-    /// instead of cached on probation). A cache of no bytes always reads values only. O(1).
+    /// (caching then evicts nothing, unless the page is larger: a single large record); otherwise remember its
+    /// key and read only the value, without caching the page. So once a shard is full, a page read once by a
+    /// point read is not cached: uniformly random reads neither pay to cache pages nor flush the ones read again
+    /// (2Q's rule, with the first miss remembered instead of cached on probation). A cache whose shards cannot
+    /// hold a page of the writer's size (0 bytes included) always reads values only. O(1).
     func afterMiss(_ key: Key) -> MissPolicy {
-        guard shardCapacity > 0 else { return .readValueOnly }
+        guard shardCapacity > 0, shardCapacity >= readAhead.maximum else { return .readValueOnly }
         return shards[shardIndex(key)].mutex.withLock { shard in
             if shard.ghosts.take(key.packed) { return .cache(admitted: true) }
             if shard.bytes + readAhead.maximum <= shardCapacity { return .cache(admitted: false) }

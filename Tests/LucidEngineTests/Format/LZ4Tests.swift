@@ -51,11 +51,13 @@ struct LZ4Tests {
         #expect(decode(Array(compressed.dropLast(40)), rawLength: raw.count, prefix: raw.count) == nil)
         // A claimed raw length below what the block decodes to: the whole prefix fits, and that is all it returns.
         #expect(decode(compressed, rawLength: 100, prefix: 100) == Array(raw[0..<100]))
-        // Random bytes as a block: refused or decoded, never read or written out of bounds (ASan in the fuzz run).
+        // Random bytes as a block: refused, or exactly the prefix asked for. (liblz4 is the system library, not
+        // instrumented by the fuzz run's AddressSanitizer; its own fuzzing covers its bounds.)
         for _ in 0..<200 {
             let garbage = rng.bytes(1 + Int(rng.next() % 300))
-            if let out = decode(garbage, rawLength: 4_096, prefix: 1 + Int(rng.next() % 4_096)) {
-                #expect(out.count >= 1 && out.count <= 4_096)
+            let prefix = 1 + Int(rng.next() % 4_096)
+            if let out = decode(garbage, rawLength: 4_096, prefix: prefix) {
+                #expect(out.count == prefix)
             }
         }
     }

@@ -53,7 +53,10 @@ enum LZ4 {
     /// (`LZ4_decompress_safe_partial`, as safe as `decompress` against any input): a reader that needs one value
     /// of a page skips decoding the rest. Returns `nil` without calling `body` when the input is malformed or
     /// decodes to fewer than `prefixLength` bytes. Requires `0 < prefixLength <= rawLength`; the caller bounds
-    /// `rawLength`. Cost: O(prefixLength) and a scratch buffer of `rawLength` bytes (on the stack when it fits).
+    /// `rawLength` (a page's is at most `Format.maxRawPageLength`). Cost: O(prefixLength) and a scratch buffer of
+    /// `rawLength` bytes (`withUnsafeTemporaryAllocation`: on the heap beyond a small size). The scratch is the
+    /// whole decoded size, not the prefix, because liblz4 before 1.9 could write past `targetOutputSize` (up to
+    /// the capacity it is given) and needed that margin to succeed.
     static func withDecompressedPrefix<R>(_ source: UnsafeRawBufferPointer, rawLength: Int, prefixLength: Int,
                                           _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
         guard prefixLength > 0, prefixLength <= rawLength, source.count > 0, source.count <= Int(Int32.max),
