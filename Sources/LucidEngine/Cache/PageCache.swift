@@ -22,16 +22,6 @@ final class PageCache: Sendable {
         /// The key as one integer for ``PageSlotTable``: segment ids and page offsets both fit 32 bits
         /// (locations store them as `UInt32`).
         @inline(__always) var packed: UInt64 { segment << 32 | offset & 0xFFFF_FFFF }
-
-        init(segment: UInt64, offset: UInt64) {
-            self.segment = segment
-            self.offset = offset
-        }
-
-        /// The key of the page holding the record at `location`.
-        init(_ location: RecordLocation) {
-            self.init(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
-        }
     }
 
     private struct Entry {
@@ -188,5 +178,12 @@ final class PageCache: Sendable {
             shard.entries.removeLast()
             return
         }
+    }
+}
+
+extension PageCache.Key {
+    /// The key of the page holding the record at `location`.
+    init(_ location: RecordLocation) {
+        self.init(segment: UInt64(location.segment), offset: UInt64(location.pageOffset))
     }
 }

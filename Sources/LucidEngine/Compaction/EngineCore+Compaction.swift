@@ -139,7 +139,7 @@ extension EngineCore {
                 let file = state.segments[UInt64(location.segment)]
                 let page = try PageFetch.page(at: location, file: file, cache: cache, storePath: path)
                 let value = try PageFetch.value(at: location, in: page, file: file, storePath: path)
-                let terms = try PageFetch.terms(at: location, file: file, cache: cache, storePath: path)
+                let terms = try PageFetch.terms(at: location, in: page, file: file, storePath: path)
                 let op = WriteBatch.Operation(kind: .put, keyspace: name, key: plan.keyspaces[k].key(i), value: value,
                                               terms: terms)
                 try output.append(op, sequence: location.sequence, coordinates: (k, i), plan: &plan)

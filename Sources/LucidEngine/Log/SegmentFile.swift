@@ -98,16 +98,23 @@ typealias StoredPageDecoder<R> = (PageHeader, UnsafeRawBufferPointer, UnsafeRawB
 
 /// Checksum verification and decompression of a page payload, shared by every reader of pages.
 enum PageCodec {
-    /// The raw payload of a page whose header and stored payload are `headerBytes` and `stored`, after checking
-    /// the length and the checksum and decompressing. - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
-    static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
-                                file: String, offset: UInt64) throws -> [UInt8] {
+    /// Checks that `stored` is the whole stored payload the header claims and that the page's checksum (header
+    /// and payload) matches. - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
+    static func verify(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
+                       file: String, offset: UInt64) throws {
         guard stored.count == Int(header.storedLength) else {
             throw LucidError.corruption("page payload truncated", file: file, offset: offset)
         }
         guard PageHeader.computeCRC(headerBytes: headerBytes, payload: stored) == header.maskedCRC else {
             throw LucidError.corruption("page checksum mismatch", file: file, offset: offset)
         }
+    }
+
+    /// The raw payload of a page whose header and stored payload are `headerBytes` and `stored`, after checking
+    /// the length and the checksum and decompressing. - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
+    static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
+                                file: String, offset: UInt64) throws -> [UInt8] {
+        try verify(header: header, headerBytes: headerBytes, stored: stored, file: file, offset: offset)
         if !header.isCompressed { return Array(stored) }
         guard let raw = LZ4.decompress(stored, rawLength: Int(header.rawLength)) else {
             throw LucidError.corruption("page payload does not decompress to \(header.rawLength) bytes", file: file, offset: offset)
@@ -123,19 +130,13 @@ enum PageCodec {
     ///   payload.
     static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
                                 range: Range<Int>, file: String, offset: UInt64) throws -> [UInt8] {
-        guard stored.count == Int(header.storedLength) else {
-            throw LucidError.corruption("page payload truncated", file: file, offset: offset)
-        }
-        guard PageHeader.computeCRC(headerBytes: headerBytes, payload: stored) == header.maskedCRC else {
-            throw LucidError.corruption("page checksum mismatch", file: file, offset: offset)
-        }
+        try verify(header: header, headerBytes: headerBytes, stored: stored, file: file, offset: offset)
         let rawLength = header.isCompressed ? Int(header.rawLength) : stored.count
         guard range.lowerBound >= 0, range.upperBound <= rawLength else {
             throw LucidError.corruption("value range lies outside its page", file: file, offset: offset)
         }
-        if !header.isCompressed || range.isEmpty {
-            return header.isCompressed ? [] : Array(stored[range])
-        }
+        if range.isEmpty { return [] }
+        if !header.isCompressed { return Array(stored[range]) }
         guard let value = LZ4.withDecompressedPrefix(stored, rawLength: rawLength, prefixLength: range.upperBound,
                                                      { Array($0[range]) }) else {
             throw LucidError.corruption("page payload does not decompress to \(header.rawLength) bytes", file: file,
