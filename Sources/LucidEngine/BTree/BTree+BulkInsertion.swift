@@ -41,6 +41,15 @@ extension BTree.Node {
     func insertSorted(_ range: Range<Int>, _ batch: BTree.BulkInsertion, added: inout Int,
                       replaced: (Int, Value) -> Void) -> [BTree.Split] {
         if isLeaf {
+            if range.count > 1 {
+                // Room for the whole run at once (a long run splits below, and the first piece is then trimmed).
+                var runBytes = 0
+                for j in range { runBytes &+= batch.keys[j].count }
+                Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ runBytes)
+                Self.makeRoom(in: &keyEnds, for: keyCount &+ range.count)
+                Self.makeRoom(in: &keyHeads, for: keyCount &+ range.count)
+                Self.makeRoom(in: &values, for: keyCount &+ range.count)
+            }
             for j in range {
                 let key = batch.keys[j]
                 let (index, found) = search(key)
@@ -50,7 +59,7 @@ extension BTree.Node {
                     continue
                 }
                 insertKey(key, at: index)
-                values.insert(batch.values[j], at: index)
+                insertValue(batch.values[j], at: index)
                 load += BTreeLayout.entryCost(keyLength: key.count)
                 added += 1
             }
@@ -127,6 +136,7 @@ extension BTree.Node {
         load = (0 ..< keep).reduce(0) { $0 + BTreeLayout.entryCost(keyLength: keyLength(at: $1)) }
         removeKeys(from: keep)
         values.removeSubrange(keep...)
+        releaseSpareCapacity()
         return splits
     }
 

@@ -43,7 +43,7 @@ extension BTree.Node {
                 return (old, nil)
             }
             insertKey(key, at: index)
-            values.insert(value, at: index)
+            insertValue(value, at: index)
             load += BTreeLayout.entryCost(keyLength: key.count)
             return (nil, load > BTreeLayout.leafCapacity ? splitLeaf() : nil)
         }
@@ -74,8 +74,9 @@ extension BTree.Node {
             if leftLoad * 2 >= load { break }
         }
         let right = BTree.Node(isLeaf: true)
-        // Room to grow back to this node's size: the inserts that follow a split then reallocate nothing.
-        right.reserveCapacity(keys: total, keyBytes: keyBytes.count)
+        let rightKeys = total - mid
+        right.reserveCapacity(keys: Self.roomyCapacity(rightKeys),
+                              keyBytes: Self.roomyCapacity(keyBytes.count - keyStart(mid)))
         right.appendKeys(of: self, in: mid ..< total)
         right.values.append(contentsOf: values[mid...])
         right.load = load - leftLoad
@@ -84,6 +85,7 @@ extension BTree.Node {
         }
         removeKeys(from: mid)
         values.removeSubrange(mid...)
+        releaseSpareCapacity()
         load = leftLoad
         return BTree.Split(separator: separator, node: right)
     }

@@ -266,6 +266,8 @@ extension BTree.Node {
         let hasPrefix = prefixOrder(of: key) == 0
         let start = keyStart(i)
         let length = key.count
+        Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ length)
+        Self.makeRoom(in: &keyEnds, for: keyEnds.count &+ 1)
         keyBytes.insert(contentsOf: key, at: start)
         keyEnds.insert(UInt32(truncatingIfNeeded: start &+ length), at: i)
         if length != 0 {
@@ -275,10 +277,49 @@ extension BTree.Node {
             }
         }
         if hasPrefix {
+            Self.makeRoom(in: &keyHeads, for: keyHeads.count &+ 1)
             keyHeads.insert(BTreeLayout.head(of: key, from: prefixLength), at: i)
         } else {
             rebuildHeads()
         }
+    }
+
+    /// Inserts `value` as leaf value `i`, growing the storage as `makeRoom` does. O(keyCount).
+    @inline(__always)
+    func insertValue(_ value: Value, at i: Int) {
+        Self.makeRoom(in: &values, for: values.count &+ 1)
+        values.insert(value, at: i)
+    }
+
+    /// Makes `array` able to hold `count` elements. When it must grow, it grows to a quarter more than `count`
+    /// rather than doubling as the standard library would: a node's storage stays within about a quarter of
+    /// its entries (doubling left a leaf's four arrays up to twice their size, most of a loaded tree's memory),
+    /// at the price of one copy per quarter of growth. O(count) when it grows, O(1) otherwise.
+    @inline(__always)
+    static func makeRoom<T>(in array: inout [T], for count: Int) {
+        if count > array.capacity { array.reserveCapacity(Self.roomyCapacity(count)) }
+    }
+
+    /// The capacity `makeRoom` gives storage that must hold `count` elements: a quarter more.
+    @inline(__always)
+    static func roomyCapacity(_ count: Int) -> Int { count &+ Swift.max(count &>> 2, 2) }
+
+    /// A copy of `array` with room for a quarter more elements. O(count).
+    static func trimmedCopy<T>(of array: [T]) -> [T] {
+        [T](unsafeUninitializedCapacity: roomyCapacity(array.count)) { buffer, initialized in
+            array.withUnsafeBufferPointer { source in _ = buffer.initialize(fromContentsOf: source) }
+            initialized = array.count
+        }
+    }
+
+    /// Shrinks the node's arrays to a quarter more than their size, when a split left them mostly empty.
+    /// O(node size).
+    func releaseSpareCapacity() {
+        guard keyEnds.capacity > Self.roomyCapacity(keyCount) else { return }
+        keyBytes = Self.trimmedCopy(of: keyBytes)
+        keyEnds = Self.trimmedCopy(of: keyEnds)
+        keyHeads = Self.trimmedCopy(of: keyHeads)
+        if isLeaf { values = Self.trimmedCopy(of: values) } else { children = Self.trimmedCopy(of: children) }
     }
 
     /// Appends `key` after the last key. O(key length) amortized (see `insertKey`).
