@@ -24,8 +24,8 @@ struct PackedKeys: Sendable {
     }
 
     /// Appends the concatenation `prefix ‖ key` as one key (an index entry: term ‖ primary key).
-    mutating func append(_ prefix: [UInt8], _ key: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: prefix)
+    mutating func append(_ prefix: UnsafeRawBufferPointer, _ key: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: prefix.assumingMemoryBound(to: UInt8.self))
         bytes.append(contentsOf: key.assumingMemoryBound(to: UInt8.self))
         ends.append(bytes.count)
     }

@@ -47,9 +47,9 @@ extension EngineState {
                 }
                 var entries = IndexEntryRuns()
                 for (j, i) in run.operations.enumerated() {
-                    for term in plan.operations[i].terms { entries.append(term, forKey: keys[j]) }
+                    for term in plan.operations[i].terms { entries.append(term, forKey: j) }
                 }
-                entries.insert(into: &keyspace)
+                entries.insert(into: &keyspace, keys: keys)
             }
             keyspaces[run.name] = keyspace
         }
@@ -83,32 +83,82 @@ extension EngineState {
     }
 }
 
-/// A commit group's new index entries for one keyspace, gathered per index name (`term ‖ primary key`, with
-/// the term's length as value, as `KeyspaceState` stores them) and inserted as one sorted run per index.
+/// A commit group's new index entries for one keyspace, gathered per index name and inserted as one sorted run
+/// per index (`term ‖ primary key`, with the term's length as value, as `KeyspaceState` stores them).
+///
+/// The keyspace's keys come sorted and distinct, and entries are gathered in that order, so a stable sort of
+/// each index's entries by term alone orders them by (term, key): which is the order of `term ‖ key`, because
+/// every committed term is a self-delimiting ``IndexValue`` encoding. The sort compares the terms' first 16
+/// bytes as two integers held in the sorted elements, and reads term bytes only to break a tie of those.
 private struct IndexEntryRuns {
     /// Index names in order of first appearance; a group rarely touches more than a few, so a linear search
     /// beats hashing each term's index name.
     private var names: [String] = []
-    private var keys: [PackedKeys] = []
-    private var termLengths: [[UInt16]] = []
+    private var runs: [Run] = []
 
-    mutating func append(_ term: IndexTerm, forKey key: UnsafeRawBufferPointer) {
+    /// One index's entries: entry `e` is term `terms[e]` of key `keys[e]` of the keyspace's sorted run.
+    private struct Run {
+        var terms = PackedKeys()
+        var keys: [Int] = []
+    }
+
+    /// An entry's sort key: the first 16 bytes of its term as two big-endian integers, its term's length, and
+    /// its position (the key order, which breaks ties between equal terms).
+    private struct SortItem {
+        var head: UInt64
+        var next: UInt64
+        var length: Int
+        var entry: Int
+    }
+
+    mutating func append(_ term: IndexTerm, forKey j: Int) {
         let n = names.firstIndex(of: term.index) ?? {
             names.append(term.index)
-            keys.append(PackedKeys())
-            termLengths.append([])
+            runs.append(Run())
             return names.count - 1
         }()
-        keys[n].append(term.term, key)
-        termLengths[n].append(UInt16(term.term.count))
+        term.term.withUnsafeBytes { runs[n].terms.append($0) }
+        runs[n].keys.append(j)
     }
 
     /// Inserts every gathered entry; an entry listed twice (a record with a repeated term) is inserted once.
-    func insert(into keyspace: inout KeyspaceState) {
+    /// `keys` are the keyspace's sorted, distinct keys the entries refer to. O(n log n) integer comparisons.
+    func insert(into keyspace: inout KeyspaceState, keys: PackedKeys.View) {
         for (n, name) in names.enumerated() {
-            let order = keys[n].sortedOrder(droppingDuplicates: true)
-            let values = order.map { termLengths[n][$0] }
-            keyspace.indexes[name, default: BTree()].updateValues(keys[n].reordered(order), values) { _, _ in }
+            let run = runs[n]
+            var entries = PackedKeys(reservingKeys: run.keys.count, bytes: run.terms.bytes.count + run.keys.count * 16)
+            var termLengths: [UInt16] = []
+            termLengths.reserveCapacity(run.keys.count)
+            run.terms.withView { terms in
+                var previous = -1
+                for e in Self.termOrder(terms) {
+                    if previous >= 0 && run.keys[previous] == run.keys[e]
+                        && BTreeLayout.compare(terms[previous], terms[e]) == 0 { continue }   // a repeated term
+                    entries.append(terms[e], keys[run.keys[e]])
+                    termLengths.append(UInt16(truncatingIfNeeded: terms[e].count))
+                    previous = e
+                }
+            }
+            keyspace.indexes[name, default: BTree()].updateValues(entries, termLengths) { _, _ in }
         }
+    }
+
+    /// The entries' positions, stably sorted by term.
+    private static func termOrder(_ terms: PackedKeys.View) -> [Int] {
+        var items = (0 ..< terms.count).map { e in
+            let term = terms[e]
+            return SortItem(head: BTreeLayout.head(of: term), next: term.count > 8 ? BTreeLayout.head(of: term, from: 8) : 0,
+                            length: term.count, entry: e)
+        }
+        items.sort { a, b in
+            if a.head != b.head { return a.head < b.head }
+            if a.next != b.next { return a.next < b.next }
+            if a.length > 16 || b.length > 16 || a.length != b.length {
+                let order = BTreeLayout.compare(terms[a.entry], terms[b.entry])
+                if order != 0 { return order < 0 }
+            }
+            return a.entry < b.entry
+        }
+        return items.map(\.entry)
     }
 }

@@ -18,6 +18,9 @@ struct GroupPublishTests {
                      IndexTerm(index: "rating", value: .int(Int64((i * 31 + round) % 101)))]
         if i % 5 == 0 { terms.append(terms[0]) }   // a repeated term: one index entry
         if i % 3 == 0 { terms.append(IndexTerm(index: "tag", value: .string("t\(i % 4)"))) }
+        // Terms longer than 16 bytes that share their first 16, one the prefix of another before encoding: the
+        // sort by term must read past the integers it compares first.
+        if i % 2 == 0 { terms.append(IndexTerm(index: "title", value: .string("a title longer than 16 bytes \(i % 13)"))) }
         return terms
     }
 
