@@ -87,6 +87,20 @@ final class PageCache: Sendable {
         return found
     }
 
+    /// Calls `body` with the cached page, marking it recently used, and returns its result; `nil` on a miss.
+    /// `body` runs under the page's shard lock and borrows the page: a reader that only copies a value out pays
+    /// no reference count on the page's storage (an atomic write to memory the other readers share). Keep
+    /// `body` short, and never call the cache from it.
+    func withPage<R>(for key: Key, _ body: (PageBuffer) -> R) -> R? {
+        let result: R? = shards[shardIndex(key)].mutex.withLock { shard in
+            guard let slot = shard.slots.value(for: key.packed) else { return nil }
+            shard.entries[slot].referenced = true
+            return body(shard.entries[slot].page)
+        }
+        if result != nil { hitCount.add(1, ordering: .relaxed) } else { missCount.add(1, ordering: .relaxed) }
+        return result
+    }
+
     /// Inserts a page, evicting others as needed. Pages larger than a shard's capacity are not cached. The page
     /// is admitted (placed behind the hand) when `admitted` is true or its key is remembered as a ghost; otherwise
     /// it goes on probation.

@@ -198,7 +198,10 @@ enum PageFetch {
     static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
                       storePath: String) throws -> [UInt8] {
         let key = PageCache.Key(location)
-        if let cached = cache.page(for: key) { return try value(at: location, in: cached, file: file, storePath: storePath) }
+        if let copied = cache.withPage(for: key, { $0.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) }) {
+            guard let value = copied else { throw valueOutsidePage(location, file: file, storePath: storePath) }
+            return value
+        }
         if case .cache(let admitted) = cache.afterMiss(key) {
             let page = try read(location, file: file, cache: cache, storePath: storePath)
             cache.insert(page, for: key, admitted: admitted)

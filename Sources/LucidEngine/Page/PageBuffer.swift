@@ -1,5 +1,8 @@
 /// A verified, decompressed page payload, shared read-only between readers and the page cache.
-final class PageBuffer: Sendable {
+///
+/// A struct over the array, not a class holding it: the array's storage is already a shared, reference-counted
+/// object, and a class around it cost a cache hit one more dependent load (entry → object → storage).
+struct PageBuffer: Sendable {
     let bytes: [UInt8]
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
