@@ -202,6 +202,7 @@ enum PageFetch {
             guard let value = copied else { throw valueOutsidePage(location, file: file, storePath: storePath) }
             return value
         }
+        file?.prefetchPage(at: UInt64(location.pageOffset))
         if case .cache(let admitted) = cache.afterMiss(key) {
             let page = try read(location, file: file, cache: cache, storePath: storePath)
             cache.insert(page, for: key, admitted: admitted)

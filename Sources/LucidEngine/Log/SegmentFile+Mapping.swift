@@ -1,3 +1,5 @@
+import CLucidSupport
+
 extension SegmentFile {
     /// Maps `capacity` bytes of the file (more than it holds is allowed: only bytes below ``readableEnd`` are
     /// ever read), so that page reads check and decompress straight from the page cache instead of a `pread`
@@ -32,6 +34,27 @@ extension SegmentFile {
     /// Moves the bound of mapped reads: the writer calls it with the active segment's end before publishing the
     /// records below it.
     func setReadableEnd(_ end: UInt64) { readableEnd.store(end, ordering: .releasing) }
+
+    /// Asks the processor to start loading the first ``prefetchSpan`` bytes of the page at `offset` (its header
+    /// and most of a typical stored page) from the mapping, when the segment is mapped: a point read that missed
+    /// the page cache calls it before deciding what to do with the miss, so that the lines the header check and
+    /// the checksum then read, the memory such a read waits for, are on their way meanwhile. A hint: it reads
+    /// nothing and cannot fail; nothing past the readable end is touched. O(1).
+    func prefetchPage(at offset: UInt64) {
+        guard let mapped = mapping.withLock({ $0 }), let base = mapped.bytes.baseAddress else { return }
+        let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
+        guard offset < limit else { return }
+        let span = Int(min(limit - offset, UInt64(Self.prefetchSpan)))
+        var line = 0
+        while line < span {
+            lucid_prefetch(base + Int(offset) + line)
+            line += 64
+        }
+    }
+
+    /// How much of a page `prefetchPage` asks for: 2 KiB (random gets on a 1M-record store, mostly missing the
+    /// page cache, ran fastest with 2 KiB among 256 bytes, 768 bytes, 2 KiB and 3 KiB).
+    static let prefetchSpan = 2048
 
     /// `decode` applied to the header and stored payload of the page at `offset` in the mapped bytes, with the
     /// `pread` path's checks against `fileEnd`; nil when the page does not lie wholly below `limit` (the readable
