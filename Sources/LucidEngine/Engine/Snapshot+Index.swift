@@ -64,8 +64,8 @@ extension Snapshot {
     /// matching term), after the offset and within the limit. - Complexity: O(log n + offset + k), no I/O.
     public func keys(matching query: IndexQuery) -> [[UInt8]] {
         var result: [[UInt8]] = []
-        var seen = Set<[UInt8]>()
-        // One term's entries (term ‖ primary key) name each record once: no set of the keys met is needed.
+        var seen = SeenKeys()
+        // One term's entries (term ‖ primary key) name each record once: no record of the keys met is needed.
         let distinct: Bool
         if case .equals = query.condition { distinct = true } else { distinct = false }
         var skip = max(0, query.offset)
@@ -74,7 +74,7 @@ extension Snapshot {
         forEachRawEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
                         reverse: query.reverse) { _, key in
             let k = Array(key)
-            guard distinct || seen.insert(k).inserted else { return true }
+            guard distinct || seen.insert(k) else { return true }
             if skip > 0 { skip -= 1; return true }
             result.append(k)
             return result.count < limit
