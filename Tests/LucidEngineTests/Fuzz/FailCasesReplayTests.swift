@@ -814,12 +814,19 @@ enum OperationChecks {
                     }
                 }
                 try engine.commitAndWait(batch)
+                let before = model
                 model = next
                 history.append(model)
                 log.append("commit(\(batch.count))")
                 if sync == .always { markDurable() }
                 let now = engine.statistics.segments
-                if now != segments { markDurable(); segments = now; log.append("rolled") }   // a roll syncs first
+                if now != segments {
+                    // A full segment rolls before the next group is written: the roll synced every commit before
+                    // this one, which went into the new segment and is durable only with `always`.
+                    history = sync == .always ? [model] : [before, model]
+                    segments = now
+                    log.append("rolled")
+                }
                 try compare("commit")
             case 7:
                 try engine.close()
