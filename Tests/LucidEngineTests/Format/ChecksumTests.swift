@@ -3,8 +3,9 @@ import Testing
 import LucidEngineTestSupport
 @testable import LucidEngine
 
-/// CRC32C: the hardware path (the SSE4.2 instruction, 8 bytes then 1 at a time) gives exactly the portable table
-/// path's checksum for every length, alignment and split into extends.
+/// CRC32C: the hardware path (the SSE4.2 instruction: three interleaved chains over 384-byte chunks, then 8 bytes
+/// and 1 at a time) gives exactly the portable table path's checksum for every length, alignment and split into
+/// extends.
 @Suite("Engine: CRC32C")
 struct ChecksumTests {
     @Test("the check value of \"123456789\" is 0xE3069283 (RFC 3720)")
@@ -32,7 +33,27 @@ struct ChecksumTests {
                 }
             }
         }
-        #expect(mismatches.isEmpty, "\(mismatches.prefix(5)) and \(max(0, mismatches.count - 5)) more")
+        #expect(mismatches.count == 0, "\(mismatches.prefix(5)) and \(max(0, mismatches.count - 5)) more")
+    }
+
+    @Test("long buffers, many chunks of three streams and around their edges, equal the portable path")
+    func longBuffersEqualThePortablePath() {
+        var rng = SplitMix64(seed: 7)
+        let bytes = rng.bytes(200_008)
+        let lengths = [383, 384, 385, 767, 768, 769, 1_151, 1_152, 1_153, 4_096, 8_191, 65_536, 65_537, 200_000]
+        var mismatches: [String] = []
+        bytes.withUnsafeBytes { buffer in
+            for offset in 0..<8 {
+                for length in lengths {
+                    let part = UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
+                    if CRC32C.checksum(part) != lucid_crc32c_extend_portable(0, part.baseAddress!, length) {
+                        mismatches.append("offset \(offset) length \(length)")
+                    }
+                }
+            }
+        }
+        #expect(lucid_crc32c_hardware() == 1, "this machine's CPU has SSE4.2, so the hardware path is the one checked")
+        #expect(mismatches.count == 0, "\(mismatches.prefix(5)) and \(max(0, mismatches.count - 5)) more")
     }
 
     @Test("a flipped bit anywhere in a 4 KiB page changes its checksum")
