@@ -41,15 +41,7 @@ extension BTree.Node {
     func insertSorted(_ range: Range<Int>, _ batch: BTree.BulkInsertion, added: inout Int,
                       replaced: (Int, Value) -> Void) -> [BTree.Split] {
         if isLeaf {
-            if range.count > 1 {
-                // Room for the whole run at once (a long run splits below, and the first piece is then trimmed).
-                var runBytes = 0
-                for j in range { runBytes &+= batch.keys[j].count }
-                Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ runBytes)
-                Self.makeRoom(in: &keyEnds, for: keyCount &+ range.count)
-                Self.makeRoom(in: &keyHeads, for: keyCount &+ range.count)
-                Self.makeRoom(in: &values, for: keyCount &+ range.count)
-            }
+            var roomReserved = range.count < 2   // a single key grows the storage as it goes (`makeRoom`)
             for j in range {
                 let key = batch.keys[j]
                 let (index, found) = search(key)
@@ -58,12 +50,20 @@ extension BTree.Node {
                     values[index] = batch.values[j]
                     continue
                 }
+                if !roomReserved {
+                    // Room for the rest of the run at once, from its first new key (replacing grows nothing).
+                    roomReserved = true
+                    reserveRoom(forKeysOf: batch, in: j ..< range.upperBound)
+                }
                 insertKey(key, at: index)
                 insertValue(batch.values[j], at: index)
                 load += BTreeLayout.entryCost(keyLength: key.count)
                 added += 1
             }
-            return load > BTreeLayout.leafCapacity ? splitLeafMany() : []
+            if load > BTreeLayout.leafCapacity { return splitLeafMany() }
+            // Keys of the run that were already here leave the room reserved for them unused.
+            if range.count > 1 { releaseSpareCapacity() }
+            return []
         }
         // Route each run of keys to its child (prefetching the leaves); remember the children that split, to
         // link them in afterwards (right to left, so that the indices of the runs not yet linked stay valid).
@@ -75,6 +75,17 @@ extension BTree.Node {
         }
         for (child, splits) in childSplits.reversed() { insertSplits(splits, afterChild: child) }
         return children.count > BTreeLayout.maxInternalChildren ? splitInternalMany() : []
+    }
+
+    /// Makes room in this leaf for the keys `range` of `batch` on top of its entries (see `makeRoom`). O(node size)
+    /// when it grows, O(range) otherwise.
+    func reserveRoom(forKeysOf batch: BTree.BulkInsertion, in range: Range<Int>) {
+        var bytes = 0
+        for j in range { bytes &+= batch.keys[j].count }
+        Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ bytes)
+        Self.makeRoom(in: &keyEnds, for: keyCount &+ range.count)
+        Self.makeRoom(in: &keyHeads, for: keyCount &+ range.count)
+        Self.makeRoom(in: &values, for: keyCount &+ range.count)
     }
 
     /// Links the right siblings `splits` of `children[child]` in after it, with their separators. O(node size).

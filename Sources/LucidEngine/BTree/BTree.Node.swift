@@ -292,9 +292,11 @@ extension BTree.Node {
     }
 
     /// Makes `array` able to hold `count` elements. When it must grow, it grows to a quarter more than `count`
-    /// rather than doubling as the standard library would: a node's storage stays within about a quarter of
-    /// its entries (doubling left a leaf's four arrays up to twice their size, most of a loaded tree's memory),
-    /// at the price of one copy per quarter of growth. O(count) when it grows, O(1) otherwise.
+    /// rather than doubling as the standard library would: with leaf splits and sorted runs trimming what they
+    /// leave unused (`releaseSpareCapacity`), a leaf filled by insertions keeps its storage within about a quarter
+    /// of its entries (doubling left a leaf's four arrays up to twice their size, most of a loaded tree's memory),
+    /// at the price of one copy per quarter of growth. (Internal nodes and leaves merged by deletions still grow
+    /// as the standard library grows them: they are few, or shrinking.) O(count) when it grows, O(1) otherwise.
     @inline(__always)
     static func makeRoom<T>(in array: inout [T], for count: Int) {
         if count > array.capacity { array.reserveCapacity(Self.roomyCapacity(count)) }
@@ -312,10 +314,12 @@ extension BTree.Node {
         }
     }
 
-    /// Shrinks the node's arrays to a quarter more than their size, when a split left them mostly empty.
-    /// O(node size).
+    /// Shrinks the node's arrays to a quarter more than their size when a split or a run of replaced keys left
+    /// them with half again as much room or more (well past what `makeRoom` and the allocator's rounding give, so
+    /// storage just grown is never copied again). O(node size) when it shrinks, O(1) otherwise.
     func releaseSpareCapacity() {
-        guard keyEnds.capacity > Self.roomyCapacity(keyCount) else { return }
+        func spacious(_ capacity: Int, _ count: Int) -> Bool { capacity > count + count / 2 + 16 }
+        guard spacious(keyEnds.capacity, keyCount) || spacious(keyBytes.capacity, keyBytes.count) else { return }
         keyBytes = Self.trimmedCopy(of: keyBytes)
         keyEnds = Self.trimmedCopy(of: keyEnds)
         keyHeads = Self.trimmedCopy(of: keyHeads)
