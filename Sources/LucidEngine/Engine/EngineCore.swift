@@ -198,9 +198,15 @@ enum PageFetch {
     static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
                       storePath: String) throws -> [UInt8] {
         let key = PageCache.Key(location)
-        if let copied = cache.withPage(for: key, { $0.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) }) {
-            guard let value = copied else { throw valueOutsidePage(location, file: file, storePath: storePath) }
-            return value
+        // A small value is copied under the shard's lock, taking no reference to the page; a large one outside it
+        // (its allocation may map memory), from the page taken out of the cache.
+        if location.valueLength <= Self.copyUnderLockLimit {
+            if let copied = cache.withPage(for: key, { copyValue(at: location, in: $0) }) {
+                guard let value = copied else { throw valueOutsidePage(location, file: file, storePath: storePath) }
+                return value
+            }
+        } else if let cached = cache.page(for: key) {
+            return try value(at: location, in: cached, file: file, storePath: storePath)
         }
         file?.prefetchPage(at: UInt64(location.pageOffset))
         if case .cache(let admitted) = cache.afterMiss(key) {
@@ -244,11 +250,20 @@ enum PageFetch {
     /// - Throws: ``LucidError/Code/corruption`` naming the file and page when the value lies outside the page.
     static func value(at location: RecordLocation, in page: PageBuffer, file: SegmentFile?,
                       storePath: String) throws -> [UInt8] {
-        guard let value = page.copy(offset: Int(location.valueOffset), length: Int(location.valueLength)) else {
+        guard let value = copyValue(at: location, in: page) else {
             throw valueOutsidePage(location, file: file, storePath: storePath)
         }
         return value
     }
+
+    /// The value of the record at `location` copied out of `page`, or nil when it lies outside the page.
+    @inline(__always)
+    private static func copyValue(at location: RecordLocation, in page: PageBuffer) -> [UInt8]? {
+        page.copy(offset: Int(location.valueOffset), length: Int(location.valueLength))
+    }
+
+    /// The largest value a cache hit copies under the page's shard lock (``PageCache/withPage(for:_:)``).
+    static let copyUnderLockLimit: UInt32 = 16 << 10
 
     /// Where the value of the record at `location` lies in its page (``value(at:in:file:storePath:)`` without
     /// the copy). - Throws: as ``value(at:in:file:storePath:)``.

@@ -41,14 +41,19 @@ extension SegmentFile {
     /// the checksum then read, the memory such a read waits for, are on their way meanwhile. A hint: it reads
     /// nothing and cannot fail; nothing past the readable end is touched. O(1).
     func prefetchPage(at offset: UInt64) {
-        guard let mapped = mapping.withLock({ $0 }), let base = mapped.bytes.baseAddress else { return }
-        let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
-        guard offset < limit else { return }
-        let span = Int(min(limit - offset, UInt64(Self.prefetchSpan)))
-        var line = 0
-        while line < span {
-            lucid_prefetch(base + Int(offset) + line)
-            line += 64
+        let limit = readableEnd.load(ordering: .acquiring)
+        // Inside the lock: taking the mapping out of it would retain and release it, an atomic write to memory
+        // that every reader shares.
+        mapping.withLock { mapped in
+            guard let mapped, let base = mapped.bytes.baseAddress else { return }
+            let end = min(UInt64(mapped.bytes.count), limit, offset + UInt64(Self.prefetchSpan))
+            guard offset < end else { return }
+            // Every cache line the span touches, from the one holding its first byte.
+            var line = Int(offset) & ~63
+            while line < Int(end) {
+                lucid_prefetch(base + line)
+                line += 64
+            }
         }
     }
 
