@@ -6,8 +6,7 @@
 #include <string.h>
 
 static uint32_t table[8][256];
-static int table_ready = 0;
-static int hw_checked = 0;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static int hw_available = 0;
 
 static void build_table(void) {
@@ -20,11 +19,10 @@ static void build_table(void) {
         uint32_t c = table[0][i];
         for (int t = 1; t < 8; t++) { c = table[0][c & 0xFF] ^ (c >> 8); table[t][i] = c; }
     }
-    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
 static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t n) {
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    pthread_once(&table_once, build_table);
     while (n >= 8) {
         uint64_t v; memcpy(&v, p, 8);
         uint32_t lo = (uint32_t)v ^ crc, hi = (uint32_t)(v >> 32);
@@ -48,7 +46,7 @@ static uint32_t shift_table[4][256];
 static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
 
 static void build_shift_table(void) {
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();
+    pthread_once(&table_once, build_table);
     for (int k = 0; k < 4; k++) {
         for (uint32_t v = 0; v < 256; v++) {
             uint32_t r = v << (8 * k);
@@ -92,14 +90,17 @@ static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t n) {
 }
 #endif
 
-int lucid_crc32c_hardware(void) {
-    if (!__atomic_load_n(&hw_checked, __ATOMIC_ACQUIRE)) {
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+static void check_hardware(void) {
 #if defined(__x86_64__)
-        __builtin_cpu_init();
-        hw_available = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    __builtin_cpu_init();
+    hw_available = __builtin_cpu_supports("sse4.2") ? 1 : 0;
 #endif
-        __atomic_store_n(&hw_checked, 1, __ATOMIC_RELEASE);
-    }
+}
+
+int lucid_crc32c_hardware(void) {
+    pthread_once(&hw_once, check_hardware);
     return hw_available;
 }
 
