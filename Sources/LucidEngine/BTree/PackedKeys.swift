@@ -1,6 +1,6 @@
 /// Byte-string keys packed into one buffer (one allocation for all of them, not one per key), in the order
 /// they were appended. Built by the writer to hand a commit group's keys to
-/// `BTree.updateValues(_:_:replaced:)` once sorted (`sorted()`).
+/// `BTree.updateValues(_:_:replaced:)` once sorted (`sortedOrder()`, `reordered(_:)`).
 struct PackedKeys: Sendable {
     /// The concatenated key bytes; key `i` occupies `bytes[start(i) ..< ends[i]]`.
     private(set) var bytes: [UInt8] = []
@@ -35,10 +35,9 @@ struct PackedKeys: Sendable {
         try bytes.withUnsafeBytes { b in try ends.withUnsafeBufferPointer { e in try body(View(bytes: b, ends: e)) } }
     }
 
-    /// The key indices in ascending key order; equal keys keep their append order (a stable sort), or only the
-    /// first of them is listed with `droppingDuplicates`. O(n log n) comparisons, most of them on cached 8-byte
-    /// heads; O(n) when the keys were appended in order.
-    func sortedOrder(droppingDuplicates: Bool = false) -> [Int] {
+    /// The key indices in ascending key order; equal keys keep their append order (a stable sort). O(n log n)
+    /// comparisons, most of them on cached 8-byte heads; O(n) when the keys were appended in order.
+    func sortedOrder() -> [Int] {
         withView { view in
             if view.isSorted { return Array(0 ..< count) }
             // Sorting (head, index) pairs keeps most comparisons on two integers held in the elements.
@@ -48,14 +47,7 @@ struct PackedKeys: Sendable {
                 let c = BTreeLayout.compare(view[a.index], view[b.index])
                 return c != 0 ? c < 0 : a.index < b.index
             }
-            let order = pairs.map(\.index)
-            guard droppingDuplicates else { return order }
-            var distinct: [Int] = []
-            distinct.reserveCapacity(order.count)
-            for i in order where distinct.isEmpty || BTreeLayout.compare(view[distinct[distinct.count - 1]], view[i]) != 0 {
-                distinct.append(i)
-            }
-            return distinct
+            return pairs.map(\.index)
         }
     }
 

@@ -124,6 +124,7 @@ private struct IndexEntryRuns {
     /// Inserts every gathered entry; an entry listed twice (a record with a repeated term) is inserted once.
     /// `keys` are the keyspace's sorted, distinct keys the entries refer to. O(n log n) integer comparisons.
     func insert(into keyspace: inout KeyspaceState, keys: PackedKeys.View) {
+        assert(keys.isSorted, "IndexEntryRuns: the keyspace's keys must be sorted and distinct")
         for (n, name) in names.enumerated() {
             let run = runs[n]
             var entries = PackedKeys(reservingKeys: run.keys.count, bytes: run.terms.bytes.count + run.keys.count * 16)

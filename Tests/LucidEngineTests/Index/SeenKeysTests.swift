@@ -16,11 +16,15 @@ struct SeenKeysTests {
             let key = [UInt8(n & 0xFF), UInt8(n >> 8), 7]
             #expect(seen.insert(key) == model.insert(key).inserted, "key \(n)")
         }
-        // Every key is now known, whichever form holds it.
+        // Every key is now known, whichever form holds it: first the ones not drawn yet, then all of them again.
         for n in 0 ..< distinct {
             let key = [UInt8(n & 0xFF), UInt8(n >> 8), 7]
             #expect(seen.insert(key) == !model.contains(key))
             model.insert(key)
+        }
+        for n in 0 ..< distinct {
+            let isNew = seen.insert([UInt8(n & 0xFF), UInt8(n >> 8), 7])
+            #expect(!isNew, "key \(n) forgotten")
         }
     }
 }
