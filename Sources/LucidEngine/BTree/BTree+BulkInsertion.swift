@@ -53,7 +53,9 @@ extension BTree.Node {
                 if !roomReserved {
                     // Room for the rest of the run at once, from its first new key (replacing grows nothing).
                     roomReserved = true
-                    reserveRoom(forKeysOf: batch, in: j ..< range.upperBound)
+                    var bytes = 0
+                    for r in j ..< range.upperBound { bytes &+= batch.keys[r].count }
+                    makeRoom(forKeys: range.upperBound - j, bytes: bytes)
                 }
                 insertKey(key, at: index)
                 insertValue(batch.values[j], at: index)
@@ -75,17 +77,6 @@ extension BTree.Node {
         }
         for (child, splits) in childSplits.reversed() { insertSplits(splits, afterChild: child) }
         return children.count > BTreeLayout.maxInternalChildren ? splitInternalMany() : []
-    }
-
-    /// Makes room in this leaf for the keys `range` of `batch` on top of its entries (see `makeRoom`). O(node size)
-    /// when it grows, O(range) otherwise.
-    func reserveRoom(forKeysOf batch: BTree.BulkInsertion, in range: Range<Int>) {
-        var bytes = 0
-        for j in range { bytes &+= batch.keys[j].count }
-        Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ bytes)
-        Self.makeRoom(in: &keyEnds, for: keyCount &+ range.count)
-        Self.makeRoom(in: &keyHeads, for: keyCount &+ range.count)
-        Self.makeRoom(in: &values, for: keyCount &+ range.count)
     }
 
     /// Links the right siblings `splits` of `children[child]` in after it, with their separators. O(node size).

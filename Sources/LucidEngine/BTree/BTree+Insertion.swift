@@ -74,9 +74,7 @@ extension BTree.Node {
             if leftLoad * 2 >= load { break }
         }
         let right = BTree.Node(isLeaf: true)
-        let rightKeys = total - mid
-        right.reserveCapacity(keys: Self.roomyCapacity(rightKeys),
-                              keyBytes: Self.roomyCapacity(keyBytes.count - keyStart(mid)))
+        right.makeRoom(forKeys: total - mid, bytes: keyBytes.count - keyStart(mid))
         right.appendKeys(of: self, in: mid ..< total)
         right.values.append(contentsOf: values[mid...])
         right.load = load - leftLoad

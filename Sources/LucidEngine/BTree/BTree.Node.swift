@@ -306,6 +306,17 @@ extension BTree.Node {
     @inline(__always)
     static func roomyCapacity(_ count: Int) -> Int { count &+ Swift.max(count &>> 2, 2) }
 
+    /// Makes room, as `makeRoom(in:for:)` does, for `keys` more keys of `bytes` bytes in all, and their values
+    /// (a leaf) or children (an internal node). O(node size) when storage grows, O(1) otherwise.
+    func makeRoom(forKeys keys: Int, bytes: Int) {
+        Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ bytes)
+        Self.makeRoom(in: &keyEnds, for: keyCount &+ keys)
+        Self.makeRoom(in: &keyHeads, for: keyCount &+ keys)
+        if isLeaf { Self.makeRoom(in: &values, for: keyCount &+ keys) } else {
+            Self.makeRoom(in: &children, for: children.count &+ keys)
+        }
+    }
+
     /// A copy of `array` with room for a quarter more elements. O(count).
     static func trimmedCopy<T>(of array: [T]) -> [T] {
         [T](unsafeUninitializedCapacity: roomyCapacity(array.count)) { buffer, initialized in

@@ -77,15 +77,7 @@ final class PageCache: Sendable {
     }
 
     /// The cached page, marking it recently used.
-    func page(for key: Key) -> PageBuffer? {
-        let found: PageBuffer? = shards[shardIndex(key)].mutex.withLock { shard in
-            guard let slot = shard.slots.value(for: key.packed) else { return nil }
-            shard.entries[slot].referenced = true
-            return shard.entries[slot].page
-        }
-        if found != nil { hitCount.add(1, ordering: .relaxed) } else { missCount.add(1, ordering: .relaxed) }
-        return found
-    }
+    func page(for key: Key) -> PageBuffer? { withPage(for: key) { $0 } }
 
     /// Calls `body` with the cached page, marking it recently used, and returns its result; `nil` on a miss.
     /// `body` runs under the page's shard lock and borrows the page: a reader that only copies a value out pays
