@@ -32,9 +32,29 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     private let requests = Mutex<[Request]>([])
     private let running = Atomic<Bool>(true)
 
-    /// Starts listening. - Throws when the socket cannot be bound.
+    /// Ephemeral ports this process's servers have been given. None is given twice: a test whose server stopped
+    /// may still send to its port (to see a server that is down), and must never reach another test's server.
+    private static let portsGiven = Mutex<Set<UInt16>>([])
+
+    /// Starts listening on `requested`, or on an ephemeral port no server of this process had before.
+    /// - Throws when the socket cannot be bound.
     init(port requested: UInt16 = 0, handler: @escaping @Sendable (Request) -> Response) throws {
         self.handler = handler
+        var refused: [Int32] = []   // held open until a new port comes, so that each bind gets another one
+        defer { refused.forEach { close($0) } }
+        var bound = try Self.listen(on: requested)
+        while requested == 0 && !Self.portsGiven.withLock({ $0.insert(bound.port).inserted }) {
+            refused.append(bound.listener)
+            bound = try Self.listen(on: 0)
+        }
+        port = bound.port
+        listener = bound.listener
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// A socket listening on 127.0.0.1 at `requested` (0: an ephemeral port), and its port.
+    private static func listen(on requested: UInt16) throws -> (listener: Int32, port: UInt16) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw POSIXError(.EIO) }
         var yes: Int32 = 1
@@ -46,15 +66,12 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(listener, 64) == 0 else { close(listener); throw POSIXError(.EADDRINUSE) }
+        guard bound == 0, Glibc.listen(listener, 64) == 0 else { close(listener); throw POSIXError(.EADDRINUSE) }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
-        port = UInt16(bigEndian: address.sin_port)
-        self.listener = listener
-        let thread = Thread { [self] in acceptLoop() }
-        thread.start()
+        return (listener, UInt16(bigEndian: address.sin_port))
     }
 
     /// `http://127.0.0.1:<port>`.
