@@ -98,7 +98,8 @@ final class CoreManagerStore: BenchStore, Committer {
     static func settings(cached: Bool) -> String {
         "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
             + " on LucidEngine (syncMode .none during the load then one sync(), \(benchPageSize >> 10) KiB pages, "
-            + "\(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads)); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
+            + "\(pageCacheBytes >> 20) MiB page cache + the DiskStore's \(entityCacheBytes >> 20) MiB decoded-entity cache "
+            + "(together the \(engineCacheBytes >> 20) MiB every engine gets), memoryMappedReads \(benchMappedReads)); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
             + "indexes genre and rating) written with "
             + "set([1000 entities]), read with get(byID:), queries through search(withQuery:)"
     }
@@ -118,7 +119,7 @@ final class CoreManagerStore: BenchStore, Committer {
         self.cached = cached
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
-        options.pageCacheBytes = engineCacheBytes
+        options.pageCacheBytes = Self.pageCacheBytes
         options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
         self.options = options
@@ -126,8 +127,13 @@ final class CoreManagerStore: BenchStore, Committer {
         manager = Self.makeManager(engine, cached: cached)
     }
 
+    /// The DiskStore's decoded-entity cache (its default) and the engine's page cache: the two share the memory
+    /// budget every engine gets.
+    static let entityCacheBytes = min(DiskStore<BookEntity>.defaultEntityCacheBytes, engineCacheBytes / 2)
+    static var pageCacheBytes: Int { engineCacheBytes - entityCacheBytes }
+
     private static func makeManager(_ engine: Engine, cached: Bool) -> CoreManager<BookEntity> {
-        let disk = DiskStore<BookEntity>(engine: engine)
+        let disk = DiskStore<BookEntity>(engine: engine, entityCacheBytes: entityCacheBytes)
         if cached { return CoreManager(store: CacheStore(memory: InMemoryStore(), disk: disk)) }
         return CoreManager(store: disk)
     }

@@ -1,0 +1,91 @@
+import Synchronization
+
+/// Decoded entities of a ``DiskStore``, each kept with the commit sequence of the record it was decoded from,
+/// so that a read that finds the same record (same key, same sequence: see ``LucidEngine/RecordHandle``) takes
+/// the entity instead of reading and decoding the record again. A write needs no invalidation: it gives the key
+/// a greater sequence, and the old entry stops matching.
+///
+/// Bounded by the bytes of the records cached (each entry counts its record's length, its key's and a fixed
+/// overhead), with CLOCK eviction; once full, a record is admitted on its second miss within a while (see
+/// ``EntityCacheTable``), so that reads spread over far more records than fit do not churn it. One lock; a
+/// lookup holds it for one hash probe.
+///
+/// The table is not generic: the library's generic code is not specialized for the app's entity types, and
+/// each use of a generic type there looks its metadata up at run time. Only boxing and unboxing are generic.
+final class EntityCache<E: LocalEntity>: Sendable {
+    /// The most bytes the entries may count (0: nothing is cached).
+    var capacityBytes: Int { table.capacityBytes }
+    private let table: EntityCacheTable
+    /// The box type, kept so that making a box does not look its generic metadata up on every insert.
+    private let boxType: EntityBox<E>.Type
+
+    init(capacityBytes: Int) {
+        table = EntityCacheTable(capacityBytes: capacityBytes)
+        boxType = EntityBox<E>.self
+    }
+
+    /// The entity decoded from `key`'s record written by commit `sequence`, or nil; on a miss, `admit` tells
+    /// whether to ``insert(_:forKey:sequence:recordLength:)`` the entity once decoded. - Complexity: O(1)
+    /// expected.
+    func entity(forKey key: EntityCacheKey, sequence: UInt64, admit: inout Bool) -> E? {
+        guard let box = table.box(forKey: key, sequence: sequence, admit: &admit) else { return nil }
+        return unsafeDowncast(box, to: EntityBox<E>.self).entity
+    }
+
+    /// Keeps `entity`, decoded from `key`'s record written by commit `sequence` (`recordLength` bytes), unless
+    /// the entry for `key` comes from a later commit already (a reader on an older snapshot). - Complexity: O(1)
+    /// amortized.
+    func insert(_ entity: E, forKey key: EntityCacheKey, sequence: UInt64, recordLength: Int) {
+        let cost = recordLength + key.bytes.count + EntityCacheTable.entryOverhead
+        guard cost <= table.capacityBytes else { return }
+        table.insert(boxType.init(entity), forKey: key, sequence: sequence, cost: cost)
+    }
+
+    /// Drops every entry.
+    func removeAll() { table.removeAll() }
+
+    /// Entries, bytes counted, hits and misses since the cache was made.
+    var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { table.statistics }
+}
+
+/// A record key with its hash computed once: a read hashes its key once for the lookup and, on a miss, for the
+/// insert (`[UInt8]`'s own hashing feeds the hasher byte by byte). The hash is seeded per process, so keys
+/// that collide cannot be chosen in advance.
+struct EntityCacheKey: Hashable, @unchecked Sendable {
+    let bytes: [UInt8]
+    let hash: UInt64
+
+    private static let seed = UInt64.random(in: .min ... .max)
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        var h = Self.seed ^ UInt64(bytes.count)
+        bytes.withUnsafeBytes { raw in
+            var i = 0
+            while i + 8 <= raw.count {
+                h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+                h ^= h >> 31
+                i += 8
+            }
+            var tail: UInt64 = 0
+            var shift: UInt64 = 0
+            while i < raw.count {
+                tail |= UInt64(raw[i]) << shift
+                shift += 8
+                i += 1
+            }
+            h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+            h ^= h >> 29
+        }
+        hash = h
+    }
+
+    static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
+/// One decoded entity, shared by the cache and the readers it hands copies to.
+final class EntityBox<E: Sendable>: Sendable {
+    let entity: E
+    required init(_ entity: E) { self.entity = entity }
+}

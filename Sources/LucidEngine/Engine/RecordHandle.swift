@@ -1,0 +1,38 @@
+/// A record found in a snapshot, not read yet: where its value is and which commit wrote it.
+///
+/// A layer that keeps something derived from values (decoded entities, say) looks the key up once, compares
+/// ``sequence`` with what it kept, and reads the value with ``Snapshot/value(of:)`` only when they differ.
+/// Within one open engine, a key and a sequence name one value: every commit that writes the key gives it a
+/// greater sequence, and compaction moves records with their sequences.
+public struct RecordHandle: Sendable, Hashable {
+    let location: RecordLocation
+
+    /// The sequence number of the commit that wrote the value (see ``Snapshot/sequence``).
+    public var sequence: UInt64 { location.sequence }
+
+    /// The value's length in bytes. - Complexity: O(1), no I/O.
+    public var valueLength: Int { Int(location.valueLength) }
+}
+
+extension Snapshot {
+    /// The record under `key`, without reading its value, or nil. - Complexity: O(log n), no I/O.
+    /// - Throws: ``LucidError/Code/closed`` once the engine is closed (as ``get(_:in:)``).
+    public func handle(forKey key: [UInt8], in keyspace: String) throws -> RecordHandle? {
+        try core.checkOpen()
+        return state.keyspaces[keyspace]?.primary.value(forKey: key).map(RecordHandle.init(location:))
+    }
+
+    /// The value of a record this snapshot found (``handle(forKey:in:)``); ``get(_:in:)`` is the two in one.
+    /// - Complexity: one page read on a cache miss.
+    /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum, ``LucidError/Code/io``, closed;
+    ///   ``LucidError/Code/invalidArgument`` for a handle whose segment this snapshot does not have (one taken
+    ///   from another engine, or from a snapshot older than a compaction that removed it).
+    public func value(of handle: RecordHandle) throws -> [UInt8] {
+        try core.checkOpen()
+        guard let file = state.segments[UInt64(handle.location.segment)] else {
+            throw LucidError(code: .invalidArgument,
+                             message: "record handle for segment \(handle.location.segment), which this snapshot does not have")
+        }
+        return try core.readValue(handle.location, file: file)
+    }
+}
