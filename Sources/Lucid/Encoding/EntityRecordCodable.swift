@@ -46,6 +46,14 @@ extension EntityRecordCodable {
     /// The entity a disk record holds, read by ``init(from:)``. - Throws: `DecodingError`.
     public static func decodeRecord(_ bytes: [UInt8]) throws -> Self {
         var reader = try EntityRecordReader(bytes)
-        return try Self(from: &reader)
+        do {
+            let entity = try Self(from: &reader)
+            try reader.finish()
+            return entity
+        } catch {
+            // A malformed record fails with the error of its first malformed byte, whatever the reads met first.
+            try reader.checkWhole()
+            throw error
+        }
     }
 }

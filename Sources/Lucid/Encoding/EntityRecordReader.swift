@@ -3,32 +3,59 @@ import Foundation
 /// Reads an entity record by hand, for ``EntityRecordCodable/init(from:)``: any record ``EntityCodec`` or
 /// ``EntityRecordWriter`` wrote, with the same results and errors as the `Codable` path.
 ///
-/// Opening the reader checks the whole record (every length against the bytes left, nesting bounded, nothing
-/// after the value), so the reads that follow never run past the record. Each read finds its key's entry:
-/// reading keys in the order they were written costs O(1) per key, any other order a scan of the record's
-/// entries. A key stored twice reads from its first entry, as ``EntityCodec`` does.
+/// The record is checked as it is read: every entry a read walks past is checked (lengths against the bytes
+/// left, nesting bounded), and ``EntityRecordCodable/decodeRecord(_:)`` checks the entries after the last one
+/// read and that nothing follows the record, so no read runs past the record and a malformed record never
+/// decodes. When a read fails, the whole record is checked first and its error, if it has one, is the one
+/// thrown: the errors are those of a reader that checks everything before reading.
+///
+/// Each read finds its key's entry: reading keys in the order they were written costs O(1) per key, any other
+/// order a walk of the record's entries from its start. A key stored twice reads from its first entry, as
+/// ``EntityCodec`` does: the keys walked past are noted in a 256-bit Bloom filter, and a key that may have
+/// been walked past already is looked for from the start. (After a read out of order, the reads that follow
+/// walk from the start too.)
 ///
 /// - Throws: `DecodingError` (`keyNotFound` for a missing key, `typeMismatch` for a value of another kind or out
 ///   of the type's range, `dataCorrupted` for malformed bytes).
 public struct EntityRecordReader {
     private let reader: BinaryReader
-    /// Whether some key is stored twice: every lookup then scans from the first entry.
-    private let hasDuplicateKeys: Bool
     /// Where the entry the next read looks at first starts (the one after the last entry read): the position
     /// of its key's length.
     private var next = Self.firstEntry
+    /// Every entry before this position has been walked (checked) and its key noted in `walkedKeys`; the entry
+    /// there has not.
+    private var walked = Self.firstEntry
+    /// A Bloom filter of the keys of the entries before `walked` (one bit per key, see ``keyBit(_:)``).
+    private var walkedKeys = SIMD4<UInt64>()
     /// Where the record's first entry starts: after the version byte and the keyed container's tag.
     private static var firstEntry: Int { 2 }
 
     init(_ bytes: [UInt8]) throws {
         try EntityCodec.checkVersion(bytes)
         let reader = BinaryReader(bytes: bytes)
-        let (end, hasDuplicateKeys) = try reader.checkKeyedContainer(at: 1)
-        guard end == bytes.count else {
+        guard try reader.tag(at: 1, []) == .keyed else { throw reader.mismatch([String: Int].self, at: 1, []) }
+        self.reader = reader
+    }
+
+    /// Checks the entries not walked yet and that the record ends with its container. Reads then never met
+    /// malformed bytes, anywhere in the record. - Throws: `DecodingError.dataCorrupted`.
+    mutating func finish() throws {
+        var p = walked
+        while let entry = try reader.entry(at: p) { p = try reader.valueEnd(at: entry.value, depth: 1, []) }
+        var end = p
+        _ = try reader.quickOrCheckedVarint(at: &end, [])   // the end tag (a zero key length), checked above
+        guard end == reader.bytes.count else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
         }
-        self.reader = reader
-        self.hasDuplicateKeys = hasDuplicateKeys
+    }
+
+    /// Checks the whole record as the reading started: throws what a reader that checks everything first would
+    /// have thrown before any read, if anything.
+    func checkWhole() throws {
+        let (end, _) = try reader.checkKeyedContainer(at: 1)
+        guard end == reader.bytes.count else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
+        }
     }
 
     @inline(__always)
@@ -36,22 +63,57 @@ public struct EntityRecordReader {
         key.withUTF8Buffer { reader.key(entryKey, equals: $0) }
     }
 
-    /// The value position of `key`'s first entry, or nil. (The record was checked when opened: the walk
-    /// cannot fail, its errors are only passed on.)
+    /// The bit of `walkedKeys` for key bytes `key` (from their length, first, second and last byte), as a
+    /// word index and a mask.
+    @inline(__always)
+    private static func keyBit(_ key: UnsafeBufferPointer<UInt8>) -> (word: Int, mask: UInt64) {
+        guard let first = key.first, let last = key.last else { return (0, 1) }
+        let second = key.count > 1 ? key[1] : 0
+        let print = UInt64(key.count) << 24 | UInt64(first) << 16 | UInt64(second) << 8 | UInt64(last)
+        let bit = Int(truncatingIfNeeded: (print &* 0x9E37_79B9_7F4A_7C15) >> 56)
+        return (bit >> 6, 1 << UInt64(bit & 63))
+    }
+
+    /// Whether `walkedKeys` may hold the key of bit `bit`.
+    @inline(__always)
+    private func mayHaveWalked(_ bit: (word: Int, mask: UInt64)) -> Bool { walkedKeys[bit.word] & bit.mask != 0 }
+
+    /// Notes the entry whose key is at `key` and which ends at `end` as walked, if it is the first not walked.
+    @inline(__always)
+    private mutating func noteWalked(_ key: Range<Int>, at position: Int, end: Int) {
+        guard position == walked else { return }
+        let bit = reader.bytes.withUnsafeBufferPointer { Self.keyBit(UnsafeBufferPointer(rebasing: $0[key])) }
+        walkedKeys[bit.word] |= bit.mask
+        walked = end
+    }
+
+    /// The value position of `key`'s first entry, or nil.
     private mutating func find(_ key: StaticString) throws -> Int? {
-        if !hasDuplicateKeys, let (value, end) = quickNext(key) {
-            next = end
-            return value
-        }
-        if !hasDuplicateKeys, let entry = try reader.entry(at: next), matches(entry.key, key) {
-            next = try reader.valueEnd(at: entry.value, depth: 1, [])
-            return entry.value
+        let bit = key.withUTF8Buffer { Self.keyBit($0) }
+        // At the cursor, when every earlier entry was walked and none may have this key: the entry there is the
+        // key's first if it is the key's at all.
+        if next == walked && !mayHaveWalked(bit) {
+            if let (value, end) = quickNext(key) {
+                walkedKeys[bit.word] |= bit.mask
+                next = end
+                walked = end
+                return value
+            }
+            if let entry = try reader.entry(at: next), matches(entry.key, key) {
+                let end = try reader.valueEnd(at: entry.value, depth: 1, [])
+                walkedKeys[bit.word] |= bit.mask
+                next = end
+                walked = end
+                return entry.value
+            }
         }
         var p = Self.firstEntry
         while let entry = try reader.entry(at: p) {
-            p = try reader.valueEnd(at: entry.value, depth: 1, [])
+            let end = try reader.valueEnd(at: entry.value, depth: 1, [])
+            noteWalked(entry.key, at: p, end: end)
+            p = end
             if matches(entry.key, key) {
-                next = p
+                next = end
                 return entry.value
             }
         }

@@ -79,6 +79,47 @@ struct EntityRecordReaderDuplicateTests {
         #expect(try Probe<EmptyKeys>.decodeRecord(bytes).values == [1, 2, 1])
     }
 
+    /// Keys that share length, first, second and last byte in groups (so they share Bloom bits), and others.
+    static let pool: [StaticString] = [
+        "a0z", "a1z", "a2z", "a3z", "b", "bb", "title", "tixle", "tiyle", "pages", "x", "", "author", "auth0r",
+        "k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07", "k08", "k09", "k10", "k11", "k12", "k13",
+    ]
+
+    @Test("random records with repeated keys read like a first-entry lookup, in any read order")
+    func randomRecordsAndReads() throws {
+        var state: UInt64 = 0x5EED
+        func next(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+        for round in 0..<400 {
+            // A record of up to 40 entries drawn from the first `span` keys of the pool (few: many duplicates).
+            let span = 2 + next(Self.pool.count - 1)
+            let count = next(41)
+            let pairs = (0..<count).map { i in ("\(Self.pool[next(span)])", round * 100 + i) }
+            let bytes = try EntityCodec.encode(Entries(pairs: pairs))
+            // Reads in written order (the usual case), then in random orders with repeats.
+            var plans: [[StaticString]] = [pairs.map { p in Self.pool.first { "\($0)" == p.0 }! }]
+            for _ in 0..<3 { plans.append((0..<next(30)).map { _ in Self.pool[next(span)] }) }
+            for plan in plans {
+                var reader = try EntityRecordReader(bytes)
+                for key in plan {
+                    let expected = pairs.first { $0.0 == "\(key)" }?.1
+                    let read = Result { try reader.decode(Int.self, forKey: key) }
+                    switch (read, expected) {
+                    case (.success(let v), let e?):
+                        #expect(v == e, "record \(pairs), plan \(plan), key \(key)")
+                    case (.failure(let error), nil):
+                        if case DecodingError.keyNotFound = error {} else { Issue.record("\(error)") }
+                    default:
+                        Issue.record("record \(pairs), plan \(plan), key \(key): read \(read), expected \(String(describing: expected))")
+                    }
+                }
+                try reader.finish()
+            }
+        }
+    }
+
     @Test("key bytes compare equal exactly when equal, for every length to 40 and every differing byte")
     func keyComparison() {
         for n in 0...40 {
