@@ -1,0 +1,76 @@
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+/// `Snapshot.handle(forKey:in:)` and `value(of:)`: a record found without reading it names the commit that wrote
+/// it, every rewrite gives a greater sequence, compaction keeps it, and the value read through the handle is the
+/// one `get` reads.
+@Suite("Engine: record handles")
+struct RecordHandleTests {
+    static func options() -> EngineOptions {
+        var o = EngineTest.options(sync: .none)
+        o.autoCompaction = nil
+        return o
+    }
+
+    @Test("a handle names its commit; rewrites raise it, other keys and compaction leave it; values match get")
+    func sequences() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options())
+            defer { try? engine.close() }
+            func put(_ pairs: [(String, String)]) throws -> UInt64 {
+                var batch = WriteBatch()
+                for (k, v) in pairs { batch.put(Array(v.utf8), forKey: Array(k.utf8), in: "ks") }
+                return try engine.commitAndWait(batch)
+            }
+            let first = try put([("a", "1"), ("b", "2")])
+            let s1 = engine.snapshot()
+            let a1 = try #require(try s1.handle(forKey: Array("a".utf8), in: "ks"))
+            #expect(a1.sequence == first)
+            #expect(try s1.handle(forKey: Array("b".utf8), in: "ks")?.sequence == first)
+            #expect(a1.valueLength == 1)
+            #expect(try s1.value(of: a1) == Array("1".utf8))
+            #expect(try s1.handle(forKey: Array("zz".utf8), in: "ks") == nil)
+            #expect(try s1.handle(forKey: Array("a".utf8), in: "other") == nil)
+
+            _ = try put([("b", "22")])                       // another key: a's handle is unchanged
+            let third = try put([("a", "111")])
+            let s3 = engine.snapshot()
+            let a3 = try #require(try s3.handle(forKey: Array("a".utf8), in: "ks"))
+            #expect(a3.sequence == third && third > first)
+            #expect(try s3.value(of: a3) == s3.get(Array("a".utf8), in: "ks"))
+            #expect(try s1.value(of: a1) == Array("1".utf8))   // the old snapshot still reads the old value
+
+            // Compaction moves the records and keeps their sequences.
+            try engine.sealActiveSegment()
+            _ = try engine.compactAndWait()
+            let s4 = engine.snapshot()
+            let a4 = try #require(try s4.handle(forKey: Array("a".utf8), in: "ks"))
+            #expect(a4.sequence == third)
+            #expect(try s4.value(of: a4) == Array("111".utf8))
+        }
+    }
+
+    @Test("a handle from another store is refused; a closed engine throws")
+    func misuse() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let one = try Engine.open(at: dir + "/one", options: Self.options())
+            let two = try Engine.open(at: dir + "/two", options: Self.options())
+            defer { try? one.close(); try? two.close() }
+            var batch = WriteBatch()
+            batch.put([1], forKey: [1], in: "ks")
+            try one.commitAndWait(batch)
+            // Roll `one` to a later segment so that its handle names a segment `two` does not have.
+            try one.sealActiveSegment()
+            try one.commitAndWait(batch)
+            let handle = try #require(try one.snapshot().handle(forKey: [1], in: "ks"))
+            #expect { try two.snapshot().value(of: handle) } throws: { error in
+                (error as? LucidError)?.code == .invalidArgument
+            }
+            let snapshot = one.snapshot()
+            try one.close()
+            #expect { try snapshot.handle(forKey: [1], in: "ks") } throws: { ($0 as? LucidError)?.code == .closed }
+            #expect { try snapshot.value(of: handle) } throws: { ($0 as? LucidError)?.code == .closed }
+        }
+    }
+}
