@@ -139,7 +139,11 @@ struct DiskQueryPlanner<E: LocalEntity> {
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
         var out: [E] = []
         out.reserveCapacity(keys.count)
-        for key in keys { if let e = try store.fetch(key, in: snapshot) { out.append(e) } }
+        for key in keys {
+            // By handle: no `E?` per key (see `DiskStore.getNow`).
+            guard let handle = try store.recordHandle(key, in: snapshot) else { continue }
+            out.append(try store.entity(at: handle, key: key, in: snapshot))
+        }
         return out
     }
 

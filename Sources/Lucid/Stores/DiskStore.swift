@@ -54,10 +54,19 @@ public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
         try getNow(identifier)
     }
 
-    /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode.
+    /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode,
+    /// unless the decoded-entity cache holds the record.
+    ///
+    /// (The local-id fallback is inline, and the record is found by handle, so that no `E?` passes between
+    /// functions: in generic code each one looks `Optional<E>`'s metadata up at run time, about 300
+    /// instructions.)
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        var key = identifier.storageKey
-        return try fetchLocated(identifier, key: &key, in: try openSnapshot())
+        let snapshot = try openSnapshot()
+        let key = identifier.storageKey
+        if let handle = try recordHandle(key, in: snapshot) { return try entity(at: handle, key: key, in: snapshot) }
+        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
+              found != key, let handle = try recordHandle(found, in: snapshot) else { return nil }
+        return try entity(at: handle, key: found, in: snapshot)
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -76,18 +85,6 @@ public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
     func openSnapshot() throws(StoreError) -> Snapshot {
         if engine.isClosed { throw .closed }
         return engine.snapshot()
-    }
-
-    /// The decoded entity for `identifier`, whose storage key `key` is on entry and the key it was found under on
-    /// return: one lookup in the common case, the `__lid` index for a local id filed under its remote value.
-    /// (No (key, entity) tuple: its metadata is looked up on every call in generic code, and `getNow` is hot.)
-    private func fetchLocated(_ identifier: E.Identifier, key: inout [UInt8],
-                              in snapshot: Snapshot) throws(StoreError) -> E? {
-        if let entity = try fetch(key, in: snapshot) { return entity }
-        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
-              found != key else { return nil }
-        key = found
-        return try fetch(found, in: snapshot)
     }
 
     /// The primary key of the record for `identifier`, without reading it: its storage key, else (for an id with
@@ -133,14 +130,23 @@ public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
     }
 
     /// The entity under `key` in `snapshot`: from the cache when it holds this record, else read, decoded and
-    /// cached.
+    /// offered to the cache.
     func fetch(_ key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> E? {
-        let found: RecordHandle?
-        do { found = try snapshot.handle(forKey: key, in: keyspace) } catch { throw .wrap(error) }
-        guard let handle = found else { return nil }
+        guard let handle = try recordHandle(key, in: snapshot) else { return nil }
+        return try entity(at: handle, key: key, in: snapshot)
+    }
+
+    /// The record under `key` in `snapshot`, not read yet. - Throws: ``StoreError/engine(_:)`` once closed.
+    func recordHandle(_ key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> RecordHandle? {
+        do { return try snapshot.handle(forKey: key, in: keyspace) } catch { throw .wrap(error) }
+    }
+
+    /// The entity of the record `handle` names (found under `key` in `snapshot`): the cached one when the cache
+    /// holds that record, else the record read and decoded (and cached, when admitted).
+    func entity(at handle: RecordHandle, key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> E {
         let cacheKey = EntityCacheKey(key)
         var admit = false
-        if let cached = cache.entity(forKey: cacheKey, sequence: handle.sequence, admit: &admit) { return cached }
+        if let box = cache.box(forKey: cacheKey, sequence: handle.sequence, admit: &admit) { return box.entity }
         let bytes: [UInt8]
         do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
         let entity = try decode(bytes, key: key)

@@ -24,12 +24,12 @@ final class EntityCache<E: LocalEntity>: Sendable {
         boxType = EntityBox<E>.self
     }
 
-    /// The entity decoded from `key`'s record written by commit `sequence`, or nil; on a miss, `admit` tells
-    /// whether to ``insert(_:forKey:sequence:recordLength:)`` the entity once decoded. - Complexity: O(1)
-    /// expected.
-    func entity(forKey key: EntityCacheKey, sequence: UInt64, admit: inout Bool) -> E? {
+    /// The box of the entity decoded from `key`'s record written by commit `sequence`, or nil; on a miss,
+    /// `admit` tells whether to ``insert(_:forKey:sequence:recordLength:)`` the entity once decoded. (A box, not
+    /// an `E?`: see ``DiskStore/getNow(_:)``.) - Complexity: O(1) expected.
+    func box(forKey key: EntityCacheKey, sequence: UInt64, admit: inout Bool) -> EntityBox<E>? {
         guard let box = table.box(forKey: key, sequence: sequence, admit: &admit) else { return nil }
-        return unsafeDowncast(box, to: EntityBox<E>.self).entity
+        return unsafeDowncast(box, to: EntityBox<E>.self)
     }
 
     /// Keeps `entity`, decoded from `key`'s record written by commit `sequence` (`recordLength` bytes), unless
