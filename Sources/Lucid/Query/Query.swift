@@ -12,8 +12,13 @@
 /// invalid query (a negative window, a malformed regex, an operator that cannot apply) as a ``QueryError``;
 /// every store validates before it runs a query.
 public struct Query<E: Entity>: Sendable, Equatable {
-    /// Entities matching this filter (nil: all).
-    public var filter: Filter?
+    /// Entities matching this filter (nil: all). Setting it checks it once (O(size of the filter)), so that
+    /// ``validate()`` and every store's validation cost O(1) afterwards.
+    public var filter: Filter? {
+        didSet { filterCheck = FilterCheck(filter) }
+    }
+    /// What validating `filter` finds (see ``FilterCheck``).
+    private(set) var filterCheck: FilterCheck
     /// Group the result by this index's value.
     public var groupedBy: E.IndexName?
     /// Keep only the first occurrence of each identifier. (The original keeps only *repeated* ones, bug 1.15.1.)
@@ -32,6 +37,7 @@ public struct Query<E: Entity>: Sendable, Equatable {
                 order: [Order] = [.asc(by: .identifier)], offset: Int? = nil, limit: Int? = nil,
                 context: String? = nil) {
         self.filter = filter
+        self.filterCheck = FilterCheck(filter)
         self.groupedBy = groupedBy
         self.uniquely = uniquely
         self.order = order

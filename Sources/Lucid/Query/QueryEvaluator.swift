@@ -7,53 +7,21 @@ struct QueryEvaluator<E: Entity> {
     let query: Query<E>
     private var regexes: [String: NSRegularExpression] = [:]
 
-    /// Validates `query` and compiles its regexes. - Throws: ``QueryError``.
+    /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
+    /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
     init(_ query: Query<E>) throws(QueryError) {
         self.query = query
         if let offset = query.offset, offset < 0 { throw .negativeOffset(offset) }
         if let limit = query.limit, limit < 0 { throw .negativeLimit(limit) }
-        if let filter = query.filter { try compile(filter) }
-    }
-
-    private mutating func compile(_ filter: Query<E>.Filter) throws(QueryError) {
-        switch filter {
-        case .comparison(.identifier, let op, let value):
-            guard case .identifier = value else {
-                throw .invalidComparison("the identifier can only be compared with an identifier")
+        // The patterns met before the filter's first error, in the walk's order: a bad regex among them is the
+        // error the walk meets first.
+        let check = query.filterCheck
+        for pattern in check.patterns {
+            do { regexes[pattern] = try NSRegularExpression(pattern: pattern) } catch {
+                throw .invalidRegex(pattern: pattern, reason: "\(error)")
             }
-            if op == .match { throw .invalidComparison("~= cannot apply to the identifier") }
-        case .comparison(.index(let name), let op, let value):
-            guard case .index(let v) = value else {
-                throw .invalidComparison("index \(name.rawValue) can only be compared with an index value")
-            }
-            if case .array = v { throw .invalidComparison("index \(name.rawValue) compared with an array: use >>") }
-            if op == .match {
-                guard case .string(let pattern) = v else {
-                    throw .invalidComparison("~= on \(name.rawValue) needs a .string pattern")
-                }
-                if regexes[pattern] == nil {
-                    do { regexes[pattern] = try NSRegularExpression(pattern: pattern) } catch {
-                        throw .invalidRegex(pattern: pattern, reason: "\(error)")
-                    }
-                }
-            }
-        case .containedIn(let property, let values):
-            for value in values {
-                switch (property, value) {
-                case (.identifier, .identifier): continue
-                case (.index, .index(.array)): throw .invalidComparison(">> takes scalar values")
-                case (.index, .index): continue
-                default: throw .invalidComparison(">> values must match the property's kind")
-                }
-            }
-        case .and(let l, let r), .or(let l, let r):
-            try compile(l)
-            try compile(r)
-        case .not(let f):
-            try compile(f)
-        case .constant:
-            break
         }
+        if let error = check.error { throw error }
     }
 
     /// Whether `entity` passes the filter.
