@@ -139,11 +139,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
         var out: [E] = []
         out.reserveCapacity(keys.count)
-        for key in keys {
-            // By handle: no `E?` per key (see `DiskStore.getNow`).
-            guard let handle = try store.recordHandle(key, in: snapshot) else { continue }
-            out.append(try store.entity(at: handle, key: key, in: snapshot))
-        }
+        try store.fetch(keys, in: snapshot, into: &out)
         return out
     }
 

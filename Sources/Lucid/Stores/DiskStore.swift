@@ -54,19 +54,24 @@ public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
         try getNow(identifier)
     }
 
-    /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode,
-    /// unless the decoded-entity cache holds the record.
+    /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode;
+    /// none of them when the decoded-entity cache knows the record to be the snapshot's, the lookup alone when it
+    /// holds the record but must check it is still the key's (see ``EntityCacheTable``).
     ///
-    /// (The local-id fallback is inline, and the record is found by handle, so that no `E?` passes between
-    /// functions: in generic code each one looks `Optional<E>`'s metadata up at run time, about 300
-    /// instructions.)
+    /// (No `E?` passes between functions on the usual paths: in generic code each one looks `Optional<E>`'s
+    /// metadata up at run time, about 300 instructions.)
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
         let snapshot = try openSnapshot()
         let key = identifier.storageKey
-        if let handle = try recordHandle(key, in: snapshot) { return try entity(at: handle, key: key, in: snapshot) }
+        let cacheKey = EntityCacheKey(key)
+        let probe = cache.probe(cacheKey, at: snapshot.sequence)
+        if probe.current, let box = probe.box { return Self.unbox(box) }
+        if let handle = try recordHandle(key, in: snapshot) {
+            return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
+        }
         guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
-              found != key, let handle = try recordHandle(found, in: snapshot) else { return nil }
-        return try entity(at: handle, key: found, in: snapshot)
+              found != key else { return nil }
+        return try fetch(found, in: snapshot)
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -132,25 +137,54 @@ public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
     /// The entity under `key` in `snapshot`: from the cache when it holds this record, else read, decoded and
     /// offered to the cache.
     func fetch(_ key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> E? {
+        let cacheKey = EntityCacheKey(key)
+        let probe = cache.probe(cacheKey, at: snapshot.sequence)
+        if probe.current, let box = probe.box { return Self.unbox(box) }
         guard let handle = try recordHandle(key, in: snapshot) else { return nil }
-        return try entity(at: handle, key: key, in: snapshot)
+        return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
     }
+
+    /// Appends the entity under each of `keys` in `snapshot` to `entities` (keys without a record are skipped), as
+    /// ``fetch(_:in:)`` reads them, with no `E?` per key.
+    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot, into entities: inout [E]) throws(StoreError) {
+        let sequence = snapshot.sequence
+        for key in keys {
+            let cacheKey = EntityCacheKey(key)
+            let probe = cache.probe(cacheKey, at: sequence)
+            if probe.current, let box = probe.box {
+                entities.append(Self.unbox(box))
+                continue
+            }
+            guard let handle = try recordHandle(key, in: snapshot) else { continue }
+            entities.append(try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot))
+        }
+    }
+
+    /// The entity in a box of the cache.
+    @inline(__always)
+    static func unbox(_ box: AnyObject) -> E { unsafeDowncast(box, to: EntityBox<E>.self).entity }
 
     /// The record under `key` in `snapshot`, not read yet. - Throws: ``StoreError/engine(_:)`` once closed.
     func recordHandle(_ key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> RecordHandle? {
         do { return try snapshot.handle(forKey: key, in: keyspace) } catch { throw .wrap(error) }
     }
 
-    /// The entity of the record `handle` names (found under `key` in `snapshot`): the cached one when the cache
-    /// holds that record, else the record read and decoded (and cached, when admitted).
-    func entity(at handle: RecordHandle, key: [UInt8], in snapshot: Snapshot) throws(StoreError) -> E {
-        let cacheKey = EntityCacheKey(key)
-        var admit = false
-        if let box = cache.box(forKey: cacheKey, sequence: handle.sequence, admit: &admit) { return box.entity }
+    /// The entity of the record `handle` names (found under `key` in `snapshot`, after `probe` of the cache did
+    /// not find it current): the cached one when the cache holds that record, else the record read and decoded
+    /// (and cached, when admitted).
+    private func entity(at handle: RecordHandle, key: [UInt8], cacheKey: EntityCacheKey, probe: EntityCacheTable.Probe,
+                        in snapshot: Snapshot) throws(StoreError) -> E {
+        if let box = probe.box, probe.sequence == handle.sequence {
+            cache.confirm(cacheKey, sequence: handle.sequence, at: snapshot.sequence)
+            return Self.unbox(box)
+        }
         let bytes: [UInt8]
         do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
         let entity = try decode(bytes, key: key)
-        if admit { cache.insert(entity, forKey: cacheKey, sequence: handle.sequence, recordLength: bytes.count) }
+        if probe.admit {
+            cache.insert(entity, forKey: cacheKey, sequence: handle.sequence, at: snapshot.sequence,
+                         recordLength: bytes.count)
+        }
         return entity
     }
 

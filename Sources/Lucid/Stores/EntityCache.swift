@@ -24,21 +24,24 @@ final class EntityCache<E: LocalEntity>: Sendable {
         boxType = EntityBox<E>.self
     }
 
-    /// The box of the entity decoded from `key`'s record written by commit `sequence`, or nil; on a miss,
-    /// `admit` tells whether to ``insert(_:forKey:sequence:recordLength:)`` the entity once decoded. (A box, not
-    /// an `E?`: see ``DiskStore/getNow(_:)``.) - Complexity: O(1) expected.
-    func box(forKey key: EntityCacheKey, sequence: UInt64, admit: inout Bool) -> EntityBox<E>? {
-        guard let box = table.box(forKey: key, sequence: sequence, admit: &admit) else { return nil }
-        return unsafeDowncast(box, to: EntityBox<E>.self)
+    /// The entry for `key` as seen from a snapshot at sequence `snapshot` (see ``EntityCacheTable/probe(_:at:)``;
+    /// the box is an `EntityBox<E>`). - Complexity: O(1) expected.
+    func probe(_ key: EntityCacheKey, at snapshot: UInt64) -> EntityCacheTable.Probe {
+        table.probe(key, at: snapshot)
     }
 
-    /// Keeps `entity`, decoded from `key`'s record written by commit `sequence` (`recordLength` bytes), unless
-    /// the entry for `key` comes from a later commit already (a reader on an older snapshot). - Complexity: O(1)
-    /// amortized.
-    func insert(_ entity: E, forKey key: EntityCacheKey, sequence: UInt64, recordLength: Int) {
+    /// Records that a lookup in the snapshot at `snapshot` found the probed entry's record (``probe(_:at:)``).
+    func confirm(_ key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64) {
+        table.confirm(key, sequence: sequence, at: snapshot)
+    }
+
+    /// Keeps `entity`, decoded from `key`'s record written by commit `sequence` (`recordLength` bytes) and found in
+    /// the snapshot at `snapshot`, unless the entry for `key` comes from a later commit already (a reader on an
+    /// older snapshot). - Complexity: O(1) amortized.
+    func insert(_ entity: E, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64, recordLength: Int) {
         let cost = recordLength + key.bytes.count + EntityCacheTable.entryOverhead
         guard cost <= table.capacityBytes else { return }
-        table.insert(boxType.init(entity), forKey: key, sequence: sequence, cost: cost)
+        table.insert(boxType.init(entity), forKey: key, sequence: sequence, at: snapshot, cost: cost)
     }
 
     /// Drops every entry.

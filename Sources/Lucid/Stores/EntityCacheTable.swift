@@ -19,6 +19,11 @@ final class EntityCacheTable: Sendable {
     private struct Slot {
         var key: EntityCacheKey
         var sequence: UInt64
+        /// The snapshot sequences (``LucidEngine/Snapshot/sequence``) at which the key was found to hold this
+        /// record, lowest and highest. A snapshot between them holds it too: the record can only change by a
+        /// commit, which would have given the key a greater sequence than this one for good.
+        var seenFrom: UInt64
+        var seenTo: UInt64
         var cost: Int
         /// Nil for a free slot.
         var box: AnyObject?
@@ -46,22 +51,47 @@ final class EntityCacheTable: Sendable {
         self.capacityBytes = max(0, capacityBytes)
     }
 
-    /// The box for `key` if it was decoded from commit `sequence`, else nil with `admit` telling whether to
-    /// insert it once decoded.
-    func box(forKey key: EntityCacheKey, sequence: UInt64, admit: inout Bool) -> AnyObject? {
-        guard capacityBytes > 0 else {
-            admit = false
-            return nil
-        }
+    /// What ``probe(_:at:)`` found for a key.
+    struct Probe {
+        /// The entry's box, if the table has an entry for the key.
+        var box: AnyObject?
+        /// The commit sequence of the entry's record (when `box` is set).
+        var sequence: UInt64 = 0
+        /// Whether the entry is the record the snapshot holds (its sequence is between the entry's `seenFrom`
+        /// and `seenTo`): no lookup is needed.
+        var current = false
+        /// Whether an entity decoded after a miss should be inserted.
+        var admit = false
+    }
+
+    /// The entry for `key` as seen from a snapshot at sequence `snapshot`.
+    func probe(_ key: EntityCacheKey, at snapshot: UInt64) -> Probe {
+        guard capacityBytes > 0 else { return Probe() }
         return storage.withLock { s in
-            if let i = s.index[key], s.slots[i].sequence == sequence {
+            guard let i = s.index[key] else {
+                s.misses += 1
+                return Probe(admit: Self.admits(key, &s, capacity: capacityBytes))
+            }
+            let slot = s.slots[i]
+            let current = slot.seenFrom <= snapshot && snapshot <= slot.seenTo
+            if current {
                 s.hits += 1
                 s.slots[i].referenced = true
-                return s.slots[i].box
             }
-            s.misses += 1
-            admit = Self.admits(key, &s, capacity: capacityBytes)
-            return nil
+            // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
+            return Probe(box: slot.box, sequence: slot.sequence, current: current, admit: true)
+        }
+    }
+
+    /// Records that a lookup in the snapshot at sequence `snapshot` found `key` holding the entry's record
+    /// (`sequence`, as probed): a hit, and that snapshot is now within the entry's.
+    func confirm(_ key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64) {
+        storage.withLock { s in
+            s.hits += 1
+            guard let i = s.index[key], s.slots[i].sequence == sequence else { return }
+            s.slots[i].referenced = true
+            s.slots[i].seenFrom = min(s.slots[i].seenFrom, snapshot)
+            s.slots[i].seenTo = max(s.slots[i].seenTo, snapshot)
         }
     }
 
@@ -81,9 +111,9 @@ final class EntityCacheTable: Sendable {
         return false
     }
 
-    /// Keeps `box` for `key` (decoded from commit `sequence`, counting `cost` bytes), unless the entry for `key`
-    /// comes from a later commit; evicts until it fits.
-    func insert(_ box: AnyObject, forKey key: EntityCacheKey, sequence: UInt64, cost: Int) {
+    /// Keeps `box` for `key` (decoded from commit `sequence`, found in the snapshot at sequence `snapshot`,
+    /// counting `cost` bytes), unless the entry for `key` comes from a later commit; evicts until it fits.
+    func insert(_ box: AnyObject, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64, cost: Int) {
         // What leaves the cache is released after the lock (an entity's deinitialization can be long): usually one
         // entry, more when a larger one comes in.
         var released: AnyObject?
@@ -91,7 +121,13 @@ final class EntityCacheTable: Sendable {
         storage.withLock { s in
             let existing = s.index[key]
             if let i = existing {
-                guard s.slots[i].sequence < sequence else { return }
+                guard s.slots[i].sequence < sequence else {
+                    if s.slots[i].sequence == sequence {   // decoded twice (readers racing): the same record
+                        s.slots[i].seenFrom = min(s.slots[i].seenFrom, snapshot)
+                        s.slots[i].seenTo = max(s.slots[i].seenTo, snapshot)
+                    }
+                    return
+                }
                 s.bytes -= s.slots[i].cost
                 released = s.slots[i].box
             }
@@ -99,7 +135,8 @@ final class EntityCacheTable: Sendable {
                 guard let evicted = Self.evictOne(&s, sparing: existing) else { continue }
                 if released == nil { released = evicted } else { releasedMore.append(evicted) }
             }
-            let slot = Slot(key: key, sequence: sequence, cost: cost, box: box, referenced: false)
+            let slot = Slot(key: key, sequence: sequence, seenFrom: snapshot, seenTo: snapshot, cost: cost, box: box,
+                            referenced: false)
             s.bytes += cost
             if let i = existing {
                 s.slots[i] = slot
@@ -129,7 +166,8 @@ final class EntityCacheTable: Sendable {
         }
         s.bytes -= s.slots[i].cost
         s.index[s.slots[i].key] = nil
-        s.slots[i] = Slot(key: EntityCacheKey([]), sequence: 0, cost: 0, box: nil, referenced: false)
+        s.slots[i] = Slot(key: EntityCacheKey([]), sequence: 0, seenFrom: 1, seenTo: 0, cost: 0, box: nil,
+                          referenced: false)
         s.free.append(i)
         return box
     }

@@ -69,6 +69,45 @@ struct EntityCacheTests {
         #expect(stats.misses >= 3 * 300)
     }
 
+    @Test("random writes, deletes and reads on current and old snapshots agree with an uncached store")
+    func modelAgainstUncached() async throws {
+        let temp = try TemporaryStore()
+        // Two stores on one engine and keyspace: writes through either are seen by both.
+        let cached = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 4 << 10)
+        let plain = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 0)
+        var state: UInt64 = 99
+        func next(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+        var snapshots: [Snapshot] = []
+        for step in 0..<1500 {
+            let id = next(40)
+            switch next(10) {
+            case 0, 1:
+                let writer = next(2) == 0 ? cached : plain
+                _ = try await writer.set([.remote(id, "t\(step)", genre: ["a", "b"][next(2)])])
+            case 2:
+                try await (next(2) == 0 ? cached : plain).remove([.remote(id)])
+            case 3:
+                snapshots.append(temp.engine.snapshot())
+                if snapshots.count > 6 { snapshots.removeFirst() }
+            case 4 where !snapshots.isEmpty:
+                // An old snapshot: what it holds, whatever the cache holds for newer ones.
+                let old = snapshots[next(snapshots.count)]
+                let key = Book.Identifier.remote(id).storageKey
+                #expect(try cached.fetch(key, in: old) == plain.fetch(key, in: old), "step \(step)")
+            case 5:
+                let query = Query<Book>.filter(.genre == .string(["a", "b"][next(2)])).with(limit: 5)
+                let a = try await cached.search(query).entities, b = try await plain.search(query).entities
+                #expect(a == b, "step \(step)")
+            default:
+                #expect(try cached.getNow(.remote(id)) == plain.getNow(.remote(id)), "step \(step)")
+            }
+        }
+        #expect(cached.entityCacheStatistics.hits > 100)
+    }
+
     @Test("a cache of 0 bytes keeps nothing")
     func disabled() async throws {
         let temp = try TemporaryStore()
