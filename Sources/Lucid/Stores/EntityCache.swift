@@ -2,8 +2,9 @@ import Synchronization
 
 /// Decoded entities of a ``DiskStore``, each kept with the commit sequence of the record it was decoded from,
 /// so that a read that finds the same record (same key, same sequence: see ``LucidEngine/RecordHandle``) takes
-/// the entity instead of reading and decoding the record again. A write needs no invalidation: it gives the key
-/// a greater sequence, and the old entry stops matching.
+/// the entity instead of reading and decoding the record again, and a read from a snapshot known to hold that
+/// record takes it without even looking the key up (see ``EntityCacheTable``). A write needs no invalidation:
+/// it gives the key a greater sequence, and the old entry stops matching.
 ///
 /// Bounded by the bytes of the records cached (each entry counts its record's length, its key's and a fixed
 /// overhead), with CLOCK eviction; once full, a record is admitted on its second miss within a while (see

@@ -2,6 +2,9 @@ import Synchronization
 
 /// ``EntityCache``'s table: keys, the sequences their entities come from, costs, and the boxed entities.
 ///
+/// - Validity: an entry keeps the range of snapshot sequences at which a lookup found the key holding its
+///   record. A read from a snapshot in that range takes the entry without a lookup; any other looks the key up
+///   and, when it finds the same record, widens the range (reads between writes all end up in it).
 /// - Eviction is CLOCK: a lookup that hits sets the entry's reference bit; the hand clears the bits it passes
 ///   and frees the first entry whose bit is clear. Entries never move: a new entry takes a slot just freed
 ///   (behind the hand) or a new one, so it stays a whole turn of the hand.
