@@ -34,7 +34,7 @@ final class EntityCacheTable: Sendable {
     }
 
     private struct Storage: @unchecked Sendable {   // the boxes are immutable and Sendable
-        var index: [EntityCacheKey: Int] = [:]
+        var index = EntityCacheIndex()
         var slots: [Slot] = []
         /// Slots whose entries were evicted, for the next entries.
         var free: [Int] = []
@@ -71,18 +71,17 @@ final class EntityCacheTable: Sendable {
     func probe(_ key: EntityCacheKey, at snapshot: UInt64) -> Probe {
         guard capacityBytes > 0 else { return Probe() }
         return storage.withLock { s in
-            guard let i = s.index[key] else {
+            guard let i = Self.find(key, in: s) else {
                 s.misses += 1
                 return Probe(admit: Self.admits(key, &s, capacity: capacityBytes))
             }
-            let slot = s.slots[i]
-            let current = slot.seenFrom <= snapshot && snapshot <= slot.seenTo
+            let current = s.slots[i].seenFrom <= snapshot && snapshot <= s.slots[i].seenTo
             if current {
                 s.hits += 1
                 s.slots[i].referenced = true
             }
             // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
-            return Probe(box: slot.box, sequence: slot.sequence, current: current, admit: true)
+            return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
         }
     }
 
@@ -91,17 +90,23 @@ final class EntityCacheTable: Sendable {
     func confirm(_ key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64) {
         storage.withLock { s in
             s.hits += 1
-            guard let i = s.index[key], s.slots[i].sequence == sequence else { return }
+            guard let i = Self.find(key, in: s), s.slots[i].sequence == sequence else { return }
             s.slots[i].referenced = true
             s.slots[i].seenFrom = min(s.slots[i].seenFrom, snapshot)
             s.slots[i].seenTo = max(s.slots[i].seenTo, snapshot)
         }
     }
 
+    /// The slot holding `key`, or nil.
+    @inline(__always)
+    private static func find(_ key: EntityCacheKey, in s: borrowing Storage) -> Int? {
+        s.index.find(key.hash) { s.slots[$0].key.bytes == key.bytes }
+    }
+
     /// Whether a miss of `key` is admitted (see the type's documentation); notes it in the filter if not.
     private static func admits(_ key: EntityCacheKey, _ s: inout Storage, capacity: Int) -> Bool {
         // Room for one more entry of the average cost: admitted.
-        if s.index.isEmpty || s.bytes + s.bytes / s.index.count <= capacity { return true }
+        if s.index.count == 0 || s.bytes + s.bytes / s.index.count <= capacity { return true }
         let bit = Int(truncatingIfNeeded: key.hash >> 32) & (filterBits - 1)
         let mask: UInt64 = 1 << UInt64(bit & 63)
         if s.missed[bit >> 6] & mask != 0 { return true }
@@ -122,7 +127,7 @@ final class EntityCacheTable: Sendable {
         var released: AnyObject?
         var releasedMore: [AnyObject] = []
         storage.withLock { s in
-            let existing = s.index[key]
+            let existing = Self.find(key, in: s)
             if let i = existing {
                 guard s.slots[i].sequence < sequence else {
                     if s.slots[i].sequence == sequence {   // decoded twice (readers racing): the same record
@@ -145,9 +150,9 @@ final class EntityCacheTable: Sendable {
                 s.slots[i] = slot
             } else if let i = s.free.popLast() {
                 s.slots[i] = slot
-                s.index[key] = i
+                s.index.insert(key.hash, slot: i)
             } else {
-                s.index[key] = s.slots.count
+                s.index.insert(key.hash, slot: s.slots.count)
                 s.slots.append(slot)
             }
         }
@@ -168,7 +173,7 @@ final class EntityCacheTable: Sendable {
             return nil
         }
         s.bytes -= s.slots[i].cost
-        s.index[s.slots[i].key] = nil
+        s.index.remove(s.slots[i].key.hash, slot: i)
         s.slots[i] = Slot(key: EntityCacheKey([]), sequence: 0, seenFrom: 1, seenTo: 0, cost: 0, box: nil,
                           referenced: false)
         s.free.append(i)

@@ -108,6 +108,36 @@ struct EntityCacheTests {
         #expect(cached.entityCacheStatistics.hits > 100)
     }
 
+    @Test("the slot index finds what a dictionary finds, through collisions, wrap-around, growth and removals")
+    func slotIndex() {
+        var index = EntityCacheIndex()
+        var model: [Int: UInt64] = [:]   // slot -> hash
+        var state: UInt64 = 7
+        func next(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+        for step in 0..<20_000 {
+            let slot = next(600)
+            if let hash = model[slot] {
+                index.remove(hash, slot: slot)
+                model[slot] = nil
+            } else {
+                // Few distinct hashes, many ending alike: long runs, collisions and runs across the end.
+                let hash = UInt64(next(40)) &* 0x1_0000_0000 | UInt64(next(3) == 0 ? 15 : next(64))
+                index.insert(hash, slot: slot)
+                model[slot] = hash
+            }
+            #expect(index.count == model.count)
+            if step % 97 == 0 {
+                for probe in 0..<600 {
+                    let found = model[probe].flatMap { hash in index.find(hash) { $0 == probe } }
+                    #expect(found == (model[probe] == nil ? nil : probe), "step \(step), slot \(probe)")
+                }
+            }
+        }
+    }
+
     @Test("a cache of 0 bytes keeps nothing")
     func disabled() async throws {
         let temp = try TemporaryStore()
