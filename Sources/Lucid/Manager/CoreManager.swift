@@ -129,19 +129,26 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     func searchOnce(_ query: Query<E>, in context: ReadContext<E>) async throws(ManagerError) -> QueryResult<E> {
         do { try query.validate() } catch { throw .invalidQuery(error) }
         let access = try checkRead(context)
-        let result = try await dispatchSearch(query, context, access: access)
+        let result: QueryResult<E>
+        if let synchronousStores, effectiveSource(context, access) == .local {
+            // Local stores that never suspend: no async frame per store (or for the dispatch).
+            result = try localSearchNow(query, contract: context.contract, synchronousStores)
+        } else {
+            result = try await dispatchSearch(query, context, access: access)
+        }
         try checkUnchanged(access, context.accessValidator)
         return result
     }
 
-    func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
+    /// ``localSearch(_:contract:)`` over stores that never suspend: the same loop, without `await` (kept
+    /// separate, as ``localGetNow(_:_:_:)`` is: a shared generic helper costs more than the loop).
+    private func localSearchNow(_ query: Query<E>, contract: any EntityContract,
+                                _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> QueryResult<E> {
         var failure: StoreError?
         var last: QueryResult<E>?
         for store in stores {
-            do {
-                let result = try await store.search(query)
-                let valid = contract.filter(result.entities, for: query)
-                let checked = valid.count == result.count ? result : QueryResult(entities: valid, groupedBy: query.groupedBy)
+            do throws(StoreError) {
+                let checked = Self.validated(try store.searchNow(query), for: query, contract)
                 if !checked.isEmpty { return checked }
                 last = checked
             } catch {
@@ -152,6 +159,32 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         if let last { return last }
         if let failure { throw .wrap(failure) }
         return .empty
+    }
+
+    func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
+        if let synchronousStores { return try localSearchNow(query, contract: contract, synchronousStores) }
+        var failure: StoreError?
+        var last: QueryResult<E>?
+        for store in stores {
+            do {
+                let checked = Self.validated(try await store.search(query), for: query, contract)
+                if !checked.isEmpty { return checked }
+                last = checked
+            } catch {
+                if case .invalidQuery(let q) = error { throw .invalidQuery(q) }
+                failure = failure.map { .composite(current: error, previous: $0) } ?? error
+            }
+        }
+        if let last { return last }
+        if let failure { throw .wrap(failure) }
+        return .empty
+    }
+
+    /// `result` without the entities `contract` rejects.
+    private static func validated(_ result: QueryResult<E>, for query: Query<E>,
+                                  _ contract: any EntityContract) -> QueryResult<E> {
+        let valid = contract.filter(result.entities, for: query)
+        return valid.count == result.count ? result : QueryResult(entities: valid, groupedBy: query.groupedBy)
     }
 
     /// Registers an observer of `query` (used by ``ContinuousQuery``).

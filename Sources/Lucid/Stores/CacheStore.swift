@@ -39,8 +39,13 @@ public final class CacheStore<E: LocalEntity>: SynchronousGetStore {
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
+        try searchNow(query)
+    }
+
+    /// Synchronous ``search(_:)``.
+    public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
         if let ids = query.identifiers, !query.isPaginated, !query.order.contains(.natural) {
-            let result = try await memory.search(query)
+            let result = try memory.searchNow(query)
             if result.count >= DualHashSet(ids).count { return result }
             let before = generation.withLock { $0.started }
             let fromDisk = try disk.searchNow(query)

@@ -115,6 +115,11 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousGetStore {
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
+        try searchNow(query)
+    }
+
+    /// Synchronous ``search(_:)``.
+    public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
         let evaluator: QueryEvaluator<E>
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
         if let ids = query.identifiers, query.filter.map(Self.isPureIdentifierFilter) == true {

@@ -145,7 +145,18 @@ struct CoreManagerTests {
         #expect(try await manager.get(byID: .remote(1), in: long) == nil)
         #expect(try await manager.get(byID: .remote(2), in: long)?.title == "Long")
         #expect(try await manager.get(byID: .remote(9)) == nil)
+        // Searches go through the same stores the same way (the synchronous path when every store has one).
+        func titles(_ query: Query<Book>, _ context: ReadContext<Book> = ReadContext()) async throws -> [String] {
+            try await manager.search(withQuery: query, in: context).once.map(\.title)
+        }
+        #expect(try await titles(.identifier(.remote(3))) == ["Disk only"], "memory has nothing: disk answers")
+        #expect(try await titles(.identifier(.remote(4))) == ["Memory copy"], "memory first")
+        #expect(try await titles(.identifier(.remote(4)), long) == ["Disk copy"], "nothing valid in memory: next store")
+        #expect(try await titles(.identifier(.remote(9))).isEmpty)
         try temp.engine.close()
+        #expect(try await titles(.identifier(.remote(1))) == ["Short"], "memory answers before the closed disk")
+        // Memory answered (nothing): that answer stands, the closed disk's error is not thrown.
+        #expect(try await titles(.identifier(.remote(9))).isEmpty)
         #expect(try await manager.get(byID: .remote(1))?.title == "Short", "memory answers before the closed disk")
         do {
             _ = try await manager.get(byID: .remote(3))
