@@ -13,7 +13,9 @@ struct DiskQueryPlanner<E: LocalEntity> {
         case keys(Set<[UInt8]>, exact: Bool)
     }
 
+    @inline(__always)
     private var keyspace: String { store.keyspace }
+    @inline(__always)
     private var query: Query<E> { evaluator.query }
 
     func run() throws(StoreError) -> QueryResult<E> {
@@ -85,6 +87,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     /// `.index(name)` when the first order key is an index (`.some(nil)` for other orders).
+    @inline(__always)
     private var firstOrderIndex: Query<E>.Property?? {
         switch query.order.first {
         case .asc(by: let p)?, .desc(by: let p)?: p
@@ -92,6 +95,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
     }
 
+    @inline(__always)
     private var descending: Bool {
         if case .desc? = query.order.first { return true }
         return false
@@ -100,6 +104,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// Whether every record of the keyspace has exactly one term in index `name` (as many entries as records:
     /// the store writes at least one term per index name for every entity, a `null` one for an absent value).
     /// Then walking only the entries a condition matches meets each matching record at its sort key.
+    @inline(__always)
     private func isSingleTerm(_ name: E.IndexName) -> Bool {
         snapshot.entryCount(keyspace: keyspace, index: name.rawValue) == snapshot.count(in: keyspace)
     }
@@ -137,10 +142,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
-        var out: [E] = []
-        out.reserveCapacity(keys.count)
-        try store.fetch(keys, in: snapshot, into: &out)
-        return out
+        try store.fetch(keys, in: snapshot)
     }
 
     /// The records of the keyspace in key order (descending when `reverse`), decoded, at most `limit` of them,

@@ -144,20 +144,33 @@ public final class DiskStore<E: LocalEntity>: SynchronousGetStore {
         return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
     }
 
-    /// Appends the entity under each of `keys` in `snapshot` to `entities` (keys without a record are skipped), as
-    /// ``fetch(_:in:)`` reads them, with no `E?` per key.
-    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot, into entities: inout [E]) throws(StoreError) {
+    /// The entities under `keys` in `snapshot`, in order (keys without a record are skipped), as ``fetch(_:in:)``
+    /// reads them. The array is filled in place: in generic code each `append` would look `Array<E>`'s
+    /// metadata up at run time, and no `E?` passes per key.
+    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot) throws(StoreError) -> [E] {
         let sequence = snapshot.sequence
-        for key in keys {
-            let cacheKey = EntityCacheKey(key)
-            let probe = cache.probe(cacheKey, at: sequence)
-            if probe.current, let box = probe.box {
-                entities.append(Self.unbox(box))
-                continue
+        var failure: StoreError?
+        let entities = [E](unsafeUninitializedCapacity: keys.count) { buffer, count in
+            do throws(StoreError) {
+                for key in keys {
+                    let cacheKey = EntityCacheKey(key)
+                    let probe = cache.probe(cacheKey, at: sequence)
+                    if probe.current, let box = probe.box {
+                        (buffer.baseAddress! + count).initialize(to: Self.unbox(box))
+                        count += 1
+                        continue
+                    }
+                    guard let handle = try recordHandle(key, in: snapshot) else { continue }
+                    let entity = try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
+                    (buffer.baseAddress! + count).initialize(to: entity)
+                    count += 1
+                }
+            } catch {
+                failure = error   // the entities initialized so far are released with the array
             }
-            guard let handle = try recordHandle(key, in: snapshot) else { continue }
-            entities.append(try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot))
         }
+        if let failure { throw failure }
+        return entities
     }
 
     /// The entity in a box of the cache.
