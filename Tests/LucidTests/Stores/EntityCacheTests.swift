@@ -138,6 +138,57 @@ struct EntityCacheTests {
         }
     }
 
+    @Test("readers on other threads never see an entity go back while a writer updates them, and see the last version after")
+    func concurrentReadersSeeNoOlderVersion() async throws {
+        let temp = try TemporaryStore()
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 16 << 10)   // holds every id
+        let ids = 0..<60
+        _ = try await store.set(ids.map { Book.remote($0, "\($0):0", genre: "g") })
+        let writes = 400
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for version in 1...writes {
+                    // Five distinct ids a version (13k mod 60 differ for k < 5).
+                    let batch = (0..<5).map { k in (version * 7 + k * 13) % 60 }
+                    _ = try await store.set(batch.map { Book.remote($0, "\($0):\(version)", genre: "g") })
+                }
+            }
+            for reader in 0..<3 {
+                group.addTask {
+                    var seen = [Int](repeating: -1, count: 60)
+                    for step in 0..<3_000 {
+                        let id = (step * 31 + reader * 17) % 60
+                        let entities: [Book]
+                        if step % 10 == 0 {
+                            entities = try await store.search(.filter(.genre == .string("g")).with(limit: 60)).entities
+                        } else {
+                            entities = try store.getNow(.remote(id)).map { [$0] } ?? []
+                        }
+                        for book in entities {
+                            let parts = book.title.split(separator: ":").compactMap { Int($0) }
+                            let bookID = book.identifier.remoteValue!
+                            #expect(parts.count == 2 && parts[0] == bookID, "a torn or foreign entity: \(book.title)")
+                            guard parts.count == 2 else { continue }
+                            // Each read takes a newer snapshot than the one before: versions never go back.
+                            #expect(parts[1] >= seen[bookID], "\(bookID) went back from \(seen[bookID]) to \(parts[1])")
+                            seen[bookID] = max(seen[bookID], parts[1])
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // Afterwards, every read gives the last version written, as an uncached store reads it.
+        let plain = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 0)
+        for id in ids {
+            #expect(try store.getNow(.remote(id)) == plain.getNow(.remote(id)), "\(id)")
+        }
+        let all = Query<Book>.filter(.genre == .string("g")).with(limit: 60)
+        #expect(try await store.search(all).entities == plain.search(all).entities)
+        let stats = store.entityCacheStatistics
+        #expect(stats.hits > 0 && stats.bytes <= 16 << 10)
+    }
+
     @Test("a cache of 0 bytes keeps nothing")
     func disabled() async throws {
         let temp = try TemporaryStore()
