@@ -189,6 +189,26 @@ struct EntityCacheTests {
         #expect(stats.hits > 0 && stats.bytes <= 16 << 10)
     }
 
+    @Test("cache keys are equal exactly when their bytes are, at every length and every differing byte")
+    func keyEquality() {
+        for n in 0...40 {
+            let bytes = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 3) }
+            let key = EntityCacheKey(bytes)
+            #expect(key == EntityCacheKey(Array(bytes)))
+            #expect(key.hash == EntityCacheKey(Array(bytes)).hash)
+            for i in 0..<n {
+                var other = bytes
+                other[i] ^= 0x01
+                #expect(key != EntityCacheKey(other), "length \(n), byte \(i)")
+            }
+            // A zero byte more or less: same padded head, other length.
+            #expect(key != EntityCacheKey(bytes + [0]))
+            if n > 0 && bytes.last == 0 { #expect(key != EntityCacheKey(Array(bytes.dropLast()))) }
+        }
+        #expect(EntityCacheKey([0]) != EntityCacheKey([]))
+        #expect(EntityCacheKey([0, 0]) != EntityCacheKey([0]))
+    }
+
     @Test("a cache of 0 bytes keeps nothing")
     func disabled() async throws {
         let temp = try TemporaryStore()
