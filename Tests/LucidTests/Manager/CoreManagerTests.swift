@@ -112,6 +112,16 @@ struct CoreManagerTests {
         await #expect(throws: ManagerError.self) {
             _ = try await manager.search(withQuery: .all, in: ReadContext(accessValidator: flipping))
         }
+        // A get, found or not: the access it started with is checked again before it returns.
+        for id in [1, 99] {
+            do {
+                let flips = SwitchableAccess(.remoteAccess, flipToLocalAfterReads: 1)
+                _ = try await manager.get(byID: .remote(id), in: ReadContext(accessValidator: flips))
+                Issue.record("a get whose access changed returned (id \(id))")
+            } catch {
+                guard case .userAccessInvalid = error else { Issue.record("unexpected \(error)"); return }
+            }
+        }
         #expect(try await manager.get(byID: .remote(1), in: ReadContext(accessValidator: SwitchableAccess(.localAccess)))?.title == "A")
         _ = temp
     }
