@@ -50,12 +50,13 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
     public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
         let access = try checkRead(context)
+        let found: E?
         if let synchronousStores, effectiveSource(context, access) == .local {
-            // Local stores that never suspend: no async frame per store (or for the dispatch). The result goes
-            // straight to the caller (an `E?` held here looks `Optional<E>`'s metadata up at run time).
-            return try localGetNow(identifier, context, synchronousStores, checking: access)
+            // Local stores that never suspend: no async frame per store (or for the dispatch).
+            found = try localGetNow(identifier, context, synchronousStores)
+        } else {
+            found = try await dispatchGet(identifier, context, access: access)
         }
-        let found = try await dispatchGet(identifier, context, access: access)
         try checkUnchanged(access, context.accessValidator)
         return found
     }
@@ -82,28 +83,21 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// ``localGet(_:_:)`` through stores that never suspend: no async frame per store. (The loop is repeated
     /// rather than shared through a helper type: in this unspecialized generic code, a generic helper costs a
     /// runtime metadata lookup and an entity copy per get, more than the async frames saved.)
-    /// With `access`, the user's access must still be that when the entity (or nil) is returned (see
-    /// ``checkUnchanged(_:_:)``).
     private func localGetNow(_ identifier: E.Identifier, _ context: ReadContext<E>,
-                             _ stores: [any SynchronousGetStore<E>],
-                             checking access: UserAccess? = nil) throws(ManagerError) -> E? {
+                             _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> E? {
         var failure: StoreError?
         let validates = context.contract.shouldValidate(E.self)
         for store in stores {
-            let found: E?
             do throws(StoreError) {
-                found = try store.getNow(identifier)
+                if let entity = try store.getNow(identifier),
+                   !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
+                    return entity
+                }
             } catch {
                 failure = failure.map { .composite(current: error, previous: $0) } ?? error
-                continue
-            }
-            if let entity = found, !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
-                if let access { try checkUnchanged(access, context.accessValidator) }
-                return entity
             }
         }
         if let failure { throw .wrap(failure) }
-        if let access { try checkUnchanged(access, context.accessValidator) }
         return nil
     }
 
