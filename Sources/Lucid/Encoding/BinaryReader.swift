@@ -116,3 +116,41 @@ struct KeyedEntry {
     var key: Range<Int>
     var value: Int
 }
+
+// MARK: Identifiers (for EntityRecordReader's identifier read)
+
+extension BinaryReader {
+    /// The parts of the identifier whose keyed container starts at `position`, as `EntityIdentifier.init(from:)`
+    /// reads them: the first `local` entry's string and the position of the first `remote` entry's value, null
+    /// as absent, other keys ignored. `depth` is the container's depth in the record.
+    func identifierParts(at position: Int, depth: Int,
+                         _ codingPath: @autoclosure () -> [any CodingKey]) throws -> (local: String?, remote: Int?) {
+        guard try tag(at: position, codingPath()) == .keyed else {
+            throw mismatch([String: Int].self, at: position, codingPath())
+        }
+        var local: Int?
+        var remote: Int?
+        var p = position + 1
+        while true {
+            let keyLength = try quickOrCheckedVarint(at: &p, codingPath())
+            if keyLength == 0 { break }
+            guard keyLength - 1 <= UInt64(bytes.count - p) else {
+                throw corrupt("key past the end of the record", at: p, codingPath())
+            }
+            let key = p..<(p + Int(keyLength - 1))
+            p = key.upperBound
+            if local == nil, isKey(key, "local") { local = p }
+            else if remote == nil, isKey(key, "remote") { remote = p }
+            p = try valueEnd(at: p, depth: depth + 1, codingPath())
+        }
+        var localValue: String?
+        if let local, try !isNil(at: local, codingPath()) { localValue = try decodeString(at: local, codingPath()) }
+        if let r = remote, try isNil(at: r, codingPath()) { remote = nil }
+        return (localValue, remote)
+    }
+
+    /// Whether the key bytes at `range` are `name`'s UTF-8.
+    private func isKey(_ range: Range<Int>, _ name: StaticString) -> Bool {
+        name.withUTF8Buffer { key(range, equals: $0) }
+    }
+}

@@ -19,6 +19,8 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     let stores: [any Store<E>]
     /// `stores` again when every one of them reads without suspending, so that `get` calls them directly.
     let synchronousStores: [any SynchronousGetStore<E>]?
+    /// `stores` again when every one of them also searches without suspending, for `search`.
+    let synchronousSearchStores: [any SynchronousSearchStore<E>]?
     /// The backend, if the manager has one.
     let remote: (any RemoteStoring<E>)?
     let writeLock = AsyncMutex()
@@ -31,6 +33,8 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         self.stores = stores.filter { $0.level != .remote }.sorted { $0.level < $1.level }
         let synchronous = self.stores.compactMap { $0 as? any SynchronousGetStore<E> }
         synchronousStores = synchronous.count == self.stores.count ? synchronous : nil
+        let searching = self.stores.compactMap { $0 as? any SynchronousSearchStore<E> }
+        synchronousSearchStores = searching.count == self.stores.count ? searching : nil
         remote = stores.lazy.compactMap { $0 as? any RemoteStoring<E> }.first
         adoptCreatesAnsweredLater()
     }
@@ -59,46 +63,6 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         }
         try checkUnchanged(access, context.accessValidator)
         return found
-    }
-
-    /// The local stores' entity for `identifier` (memory before disk), contract-checked.
-    func localGet(_ identifier: E.Identifier, _ context: ReadContext<E>) async throws(ManagerError) -> E? {
-        if let synchronousStores { return try localGetNow(identifier, context, synchronousStores) }
-        var failure: StoreError?
-        let validates = context.contract.shouldValidate(E.self)
-        for store in stores {
-            do throws(StoreError) {
-                if let entity = try await store.get(byID: identifier),
-                   !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
-                    return entity
-                }
-            } catch {
-                failure = failure.map { .composite(current: error, previous: $0) } ?? error
-            }
-        }
-        if let failure { throw .wrap(failure) }
-        return nil
-    }
-
-    /// ``localGet(_:_:)`` through stores that never suspend: no async frame per store. (The loop is repeated
-    /// rather than shared through a helper type: in this unspecialized generic code, a generic helper costs a
-    /// runtime metadata lookup and an entity copy per get, more than the async frames saved.)
-    private func localGetNow(_ identifier: E.Identifier, _ context: ReadContext<E>,
-                             _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> E? {
-        var failure: StoreError?
-        let validates = context.contract.shouldValidate(E.self)
-        for store in stores {
-            do throws(StoreError) {
-                if let entity = try store.getNow(identifier),
-                   !validates || context.contract.isEntityValid(entity, for: .identifier(identifier)) {
-                    return entity
-                }
-            } catch {
-                failure = failure.map { .composite(current: error, previous: $0) } ?? error
-            }
-        }
-        if let failure { throw .wrap(failure) }
-        return nil
     }
 
     /// The entities with these identifiers, in the order given, once and as a continuous query.
@@ -130,61 +94,14 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         do { try query.validate() } catch { throw .invalidQuery(error) }
         let access = try checkRead(context)
         let result: QueryResult<E>
-        if let synchronousStores, effectiveSource(context, access) == .local {
+        if let synchronousSearchStores, effectiveSource(context, access) == .local {
             // Local stores that never suspend: no async frame per store (or for the dispatch).
-            result = try localSearchNow(query, contract: context.contract, synchronousStores)
+            result = try localSearchNow(query, contract: context.contract, synchronousSearchStores)
         } else {
             result = try await dispatchSearch(query, context, access: access)
         }
         try checkUnchanged(access, context.accessValidator)
         return result
-    }
-
-    /// ``localSearch(_:contract:)`` over stores that never suspend: the same loop, without `await` (kept
-    /// separate, as ``localGetNow(_:_:_:)`` is: a shared generic helper costs more than the loop).
-    private func localSearchNow(_ query: Query<E>, contract: any EntityContract,
-                                _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> QueryResult<E> {
-        var failure: StoreError?
-        var last: QueryResult<E>?
-        for store in stores {
-            do throws(StoreError) {
-                let checked = Self.validated(try store.searchNow(query), for: query, contract)
-                if !checked.isEmpty { return checked }
-                last = checked
-            } catch {
-                if case .invalidQuery(let q) = error { throw .invalidQuery(q) }
-                failure = failure.map { .composite(current: error, previous: $0) } ?? error
-            }
-        }
-        if let last { return last }
-        if let failure { throw .wrap(failure) }
-        return .empty
-    }
-
-    func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
-        if let synchronousStores { return try localSearchNow(query, contract: contract, synchronousStores) }
-        var failure: StoreError?
-        var last: QueryResult<E>?
-        for store in stores {
-            do {
-                let checked = Self.validated(try await store.search(query), for: query, contract)
-                if !checked.isEmpty { return checked }
-                last = checked
-            } catch {
-                if case .invalidQuery(let q) = error { throw .invalidQuery(q) }
-                failure = failure.map { .composite(current: error, previous: $0) } ?? error
-            }
-        }
-        if let last { return last }
-        if let failure { throw .wrap(failure) }
-        return .empty
-    }
-
-    /// `result` without the entities `contract` rejects.
-    private static func validated(_ result: QueryResult<E>, for query: Query<E>,
-                                  _ contract: any EntityContract) -> QueryResult<E> {
-        let valid = contract.filter(result.entities, for: query)
-        return valid.count == result.count ? result : QueryResult(entities: valid, groupedBy: query.groupedBy)
     }
 
     /// Registers an observer of `query` (used by ``ContinuousQuery``).

@@ -8,7 +8,7 @@ import Synchronization
 /// - `set`: disk first, then memory with the disk's merged entities; entities equal to their cached copy
 ///   (``LocalEntity/shouldOverwrite(with:)`` false) are not rewritten. `remove`/`removeAll`: disk, then memory.
 /// - Writes are serialized (a FIFO async lock), so memory never shows a value the disk does not hold.
-public final class CacheStore<E: LocalEntity>: SynchronousGetStore {
+public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
     /// The memory cache.
     public let memory: InMemoryStore<E>
     /// The backing store.
@@ -42,7 +42,9 @@ public final class CacheStore<E: LocalEntity>: SynchronousGetStore {
         try searchNow(query)
     }
 
-    /// Synchronous ``search(_:)``.
+    /// Synchronous ``search(_:)`` (the rules are the type's): memory's ``InMemoryStore/searchNow(_:)`` for an
+    /// identifier query it can answer, else the disk's ``DiskStore/searchNow(_:)``. - Throws: the store errors
+    /// of the store that answers.
     public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
         if let ids = query.identifiers, !query.isPaginated, !query.order.contains(.natural) {
             let result = try memory.searchNow(query)

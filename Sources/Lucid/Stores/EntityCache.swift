@@ -45,17 +45,15 @@ final class EntityCache<E: LocalEntity>: Sendable {
         table.insert(boxType.init(entity), forKey: key, sequence: sequence, at: snapshot, cost: cost)
     }
 
-    /// Drops every entry.
-    func removeAll() { table.removeAll() }
-
     /// Entries, bytes counted, hits and misses since the cache was made.
     var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { table.statistics }
 }
 
 /// A record key with its hash computed once: a read hashes its key once for the lookup and, on a miss, for the
-/// insert (`[UInt8]`'s own hashing feeds the hasher byte by byte). The hash is seeded per process, so keys
-/// that collide cannot be chosen in advance.
-struct EntityCacheKey: Hashable, @unchecked Sendable {
+/// insert (`[UInt8]`'s own hashing feeds the hasher byte by byte). The hash is seeded per process and ends
+/// with a full avalanche, so every key byte moves the low bits the index buckets by (keys that differ only in
+/// their last bytes spread like any others).
+struct EntityCacheKey: Hashable, Sendable {
     let bytes: [UInt8]
     let hash: UInt64
 
@@ -81,6 +79,10 @@ struct EntityCacheKey: Hashable, @unchecked Sendable {
             h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
             h ^= h >> 29
         }
+        // Final avalanche (the tail's high bytes only reached the high bits so far).
+        h ^= h >> 32
+        h &*= 0xD6E8_FEB8_6659_FD93
+        h ^= h >> 32
         hash = h
     }
 

@@ -29,11 +29,11 @@ final class EntityCacheTable: Sendable {
         var seenTo: UInt64
         var cost: Int
         /// Nil for a free slot.
-        var box: AnyObject?
+        var box: (any AnyObject & Sendable)?
         var referenced: Bool
     }
 
-    private struct Storage: @unchecked Sendable {   // the boxes are immutable and Sendable
+    private struct Storage: Sendable {
         var index = EntityCacheIndex()
         var slots: [Slot] = []
         /// Slots whose entries were evicted, for the next entries.
@@ -57,7 +57,7 @@ final class EntityCacheTable: Sendable {
     /// What ``probe(_:at:)`` found for a key.
     struct Probe {
         /// The entry's box, if the table has an entry for the key.
-        var box: AnyObject?
+        var box: (any AnyObject & Sendable)?
         /// The commit sequence of the entry's record (when `box` is set).
         var sequence: UInt64 = 0
         /// Whether the entry is the record the snapshot holds (its sequence is between the entry's `seenFrom`
@@ -89,8 +89,8 @@ final class EntityCacheTable: Sendable {
     /// (`sequence`, as probed): a hit, and that snapshot is now within the entry's.
     func confirm(_ key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64) {
         storage.withLock { s in
-            s.hits += 1
             guard let i = Self.find(key, in: s), s.slots[i].sequence == sequence else { return }
+            s.hits += 1
             s.slots[i].referenced = true
             s.slots[i].seenFrom = min(s.slots[i].seenFrom, snapshot)
             s.slots[i].seenTo = max(s.slots[i].seenTo, snapshot)
@@ -121,11 +121,14 @@ final class EntityCacheTable: Sendable {
 
     /// Keeps `box` for `key` (decoded from commit `sequence`, found in the snapshot at sequence `snapshot`,
     /// counting `cost` bytes), unless the entry for `key` comes from a later commit; evicts until it fits.
-    func insert(_ box: AnyObject, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64, cost: Int) {
+    func insert(_ box: any AnyObject & Sendable, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64,
+                cost: Int) {
+        // The eviction below ends only if the new entry fits once every other entry is gone.
+        guard cost <= capacityBytes else { return }
         // What leaves the cache is released after the lock (an entity's deinitialization can be long): usually one
         // entry, more when a larger one comes in.
-        var released: AnyObject?
-        var releasedMore: [AnyObject] = []
+        var released: (any AnyObject & Sendable)?
+        var releasedMore: [any AnyObject & Sendable] = []
         storage.withLock { s in
             let existing = Self.find(key, in: s)
             if let i = existing {
@@ -137,6 +140,7 @@ final class EntityCacheTable: Sendable {
                     return
                 }
                 s.bytes -= s.slots[i].cost
+                s.misses += 1   // a stale entry: its probe counted neither a hit nor a miss
                 released = s.slots[i].box
             }
             while s.bytes + cost > capacityBytes {
@@ -163,7 +167,7 @@ final class EntityCacheTable: Sendable {
     /// clears the bit. Never frees the slot `sparing`. The caller stops once the entries fit; one more entry
     /// than `sparing` is held whenever they do not (every cost is at most the bound), so the hand finds one
     /// within two turns.
-    private static func evictOne(_ s: inout Storage, sparing: Int?) -> AnyObject? {
+    private static func evictOne(_ s: inout Storage, sparing: Int?) -> (any AnyObject & Sendable)? {
         if s.hand >= s.slots.count { s.hand = 0 }
         let i = s.hand
         s.hand += 1
@@ -180,17 +184,9 @@ final class EntityCacheTable: Sendable {
         return box
     }
 
-    /// Drops every entry (released after the lock).
-    func removeAll() {
-        let old = storage.withLock { s in
-            let old = s
-            s = Storage()
-            return old
-        }
-        _ = old
-    }
-
-    /// Entries, bytes counted, hits and misses since the table was made.
+    /// Entries, bytes counted, hits and misses since the table was made: a hit is a read that took an entry
+    /// (with or without a lookup); a miss, a read that found no entry (also for a key with no record) or an
+    /// entry of an older record of the key.
     var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) {
         storage.withLock { ($0.index.count, $0.bytes, $0.hits, $0.misses) }
     }

@@ -5,7 +5,7 @@ import Synchronization
 /// Gets and searches count as uses.
 ///
 /// Any filter is evaluated in memory. - Complexity: get, set and remove O(1) per entity on average; search O(n log n).
-public final class InMemoryStore<E: LocalEntity>: SynchronousGetStore {
+public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
     private struct State {
         var index = DualHashDictionary<E.Identifier, Int>()
         /// Entities by slot (nil: a free slot). The recency list's links live apart, in `prev` and `next`, so
@@ -118,7 +118,8 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousGetStore {
         try searchNow(query)
     }
 
-    /// Synchronous ``search(_:)``.
+    /// Synchronous ``search(_:)``: identifier lookups through the index, any other query by evaluating every
+    /// entity held. - Complexity: O(ids) or O(n) plus sorting the matches. - Throws: ``StoreError/invalidQuery(_:)``.
     public func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E> {
         let evaluator: QueryEvaluator<E>
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }

@@ -29,11 +29,16 @@ public protocol Store<E>: Sendable {
     func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier]
 }
 
-/// A store whose reads never suspend (the memory, disk and cache stores): ``CoreManager/get(byID:in:)`` and
-/// ``CoreManager/search(withQuery:in:)`` read a stack of them without an async call per store.
+/// A store whose reads by identifier never suspend (the memory, disk and cache stores):
+/// ``CoreManager/get(byID:in:)`` reads a stack of them without an async call per store.
 public protocol SynchronousGetStore<E>: Store {
     /// ``Store/get(byID:)`` without suspending. - Throws: as `get(byID:)`.
     func getNow(_ identifier: E.Identifier) throws(StoreError) -> E?
+}
+
+/// A store whose searches never suspend either (the memory, disk and cache stores):
+/// ``CoreManager/search(withQuery:in:)`` reads a stack of them without an async call per store.
+public protocol SynchronousSearchStore<E>: SynchronousGetStore {
     /// ``Store/search(_:)`` without suspending. - Throws: as `search(_:)`.
     func searchNow(_ query: Query<E>) throws(StoreError) -> QueryResult<E>
 }

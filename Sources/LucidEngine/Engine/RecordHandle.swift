@@ -6,6 +6,8 @@
 /// greater sequence, and compaction moves records with their sequences.
 public struct RecordHandle: Sendable, Hashable {
     let location: RecordLocation
+    /// The open engine the handle comes from (its core), so that another engine refuses it.
+    let engine: ObjectIdentifier
 
     /// The sequence number of the commit that wrote the value (see ``Snapshot/sequence``).
     public var sequence: UInt64 { location.sequence }
@@ -19,16 +21,21 @@ extension Snapshot {
     /// - Throws: ``LucidError/Code/closed`` once the engine is closed (as ``get(_:in:)``).
     public func handle(forKey key: [UInt8], in keyspace: String) throws -> RecordHandle? {
         try core.checkOpen()
-        return state.keyspaces[keyspace]?.primary.value(forKey: key).map(RecordHandle.init(location:))
+        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+        return RecordHandle(location: location, engine: ObjectIdentifier(core))
     }
 
     /// The value of a record this snapshot found (``handle(forKey:in:)``); ``get(_:in:)`` is the two in one.
     /// - Complexity: one page read on a cache miss.
     /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum, ``LucidError/Code/io``, closed;
-    ///   ``LucidError/Code/invalidArgument`` for a handle whose segment this snapshot does not have (one taken
-    ///   from another engine, or from a snapshot older than a compaction that removed it).
+    ///   ``LucidError/Code/invalidArgument`` for a handle from another engine (or another opening of this store),
+    ///   or whose segment this snapshot does not have (a handle from a snapshot older than a compaction that
+    ///   removed its segment).
     public func value(of handle: RecordHandle) throws -> [UInt8] {
         try core.checkOpen()
+        guard handle.engine == ObjectIdentifier(core) else {
+            throw LucidError(code: .invalidArgument, message: "record handle from another engine")
+        }
         guard let file = state.segments[UInt64(handle.location.segment)] else {
             throw LucidError(code: .invalidArgument,
                              message: "record handle for segment \(handle.location.segment), which this snapshot does not have")

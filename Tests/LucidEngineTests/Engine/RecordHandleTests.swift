@@ -51,7 +51,7 @@ struct RecordHandleTests {
         }
     }
 
-    @Test("a handle from another store is refused; a closed engine throws")
+    @Test("a handle from another engine is refused, even one naming the same place; a closed engine throws")
     func misuse() throws {
         try EngineTest.withTemporaryDirectory { dir in
             let one = try Engine.open(at: dir + "/one", options: Self.options())
@@ -60,13 +60,14 @@ struct RecordHandleTests {
             var batch = WriteBatch()
             batch.put([1], forKey: [1], in: "ks")
             try one.commitAndWait(batch)
-            // Roll `one` to a later segment so that its handle names a segment `two` does not have.
-            try one.sealActiveSegment()
-            try one.commitAndWait(batch)
+            try two.commitAndWait(batch)
+            // Both stores hold the record at the same place: the handle still names `one`'s.
             let handle = try #require(try one.snapshot().handle(forKey: [1], in: "ks"))
+            #expect(try two.snapshot().handle(forKey: [1], in: "ks")?.sequence == handle.sequence)
             #expect { try two.snapshot().value(of: handle) } throws: { error in
                 (error as? LucidError)?.code == .invalidArgument
             }
+            #expect(try one.snapshot().value(of: handle) == [1])
             let snapshot = one.snapshot()
             try one.close()
             #expect { try snapshot.handle(forKey: [1], in: "ks") } throws: { ($0 as? LucidError)?.code == .closed }

@@ -189,6 +189,21 @@ struct EntityCacheTests {
         #expect(stats.hits > 0 && stats.bytes <= 16 << 10)
     }
 
+    @Test("key hashes spread keys that differ only in their last bytes over the index's low bits")
+    func hashSpread() {
+        // 100k keys into 2^18 buckets: about 83k distinct buckets for a uniform hash.
+        for format in ["r%06d", "r%014d", "book-%06d", "%d"] {
+            var buckets = Set<UInt64>()
+            for i in 0..<100_000 {
+                buckets.insert(EntityCacheKey(Array(String(format: format, i).utf8)).hash & ((1 << 18) - 1))
+            }
+            #expect(buckets.count > 78_000, "\(format): \(buckets.count) buckets")
+        }
+        var buckets = Set<UInt64>()
+        for i in 0..<100_000 { buckets.insert(EntityCacheKey(Book.Identifier.remote(i).storageKey).hash & ((1 << 18) - 1)) }
+        #expect(buckets.count > 78_000, "remote ids: \(buckets.count) buckets")
+    }
+
     @Test("cache keys are equal exactly when their bytes are, at every length and every differing byte")
     func keyEquality() {
         for n in 0...40 {
@@ -225,7 +240,13 @@ struct EntityCacheTests {
         let store = DiskStore<Book>(engine: temp.engine)
         _ = try await store.set([.remote(1, "one")])
         #expect(try store.getNow(.remote(1))?.title == "one")
+        #expect(try store.getNow(.remote(1))?.title == "one")   // cached, current for this snapshot on
+        let before = temp.engine.snapshot()
+        let key = Book.Identifier.remote(1).storageKey
         try temp.engine.close()
         #expect(throws: StoreError.self) { try store.getNow(.remote(1)) }
+        // A read whose snapshot was taken before the close fails too, though the cache could answer it.
+        #expect(throws: StoreError.self) { try store.fetch(key, in: before) }
+        #expect(throws: StoreError.self) { try store.fetch([key], in: before) }
     }
 }
