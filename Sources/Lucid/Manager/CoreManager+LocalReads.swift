@@ -26,7 +26,7 @@ extension CoreManager {
     /// rather than shared through a helper type: in this unspecialized generic code, a generic helper costs a
     /// runtime metadata lookup and an entity copy per get, more than the async frames saved.)
     func localGetNow(_ identifier: E.Identifier, _ context: ReadContext<E>,
-                             _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> E? {
+                     _ stores: [any SynchronousGetStore<E>]) throws(ManagerError) -> E? {
         var failure: StoreError?
         let validates = context.contract.shouldValidate(E.self)
         for store in stores {
@@ -46,7 +46,7 @@ extension CoreManager {
     /// ``localSearch(_:contract:)`` over stores that never suspend: the same loop, without `await` (kept
     /// separate, as ``localGetNow(_:_:_:)`` is: a shared generic helper costs more than the loop).
     func localSearchNow(_ query: Query<E>, contract: any EntityContract,
-                                _ stores: [any SynchronousSearchStore<E>]) throws(ManagerError) -> QueryResult<E> {
+                        _ stores: [any SynchronousSearchStore<E>]) throws(ManagerError) -> QueryResult<E> {
         var failure: StoreError?
         var last: QueryResult<E>?
         for store in stores {
@@ -64,6 +64,8 @@ extension CoreManager {
         return .empty
     }
 
+    /// The first local store's result with something the contract accepts (memory before disk), else the last
+    /// result, else the chained store errors. An invalid query fails at once.
     func localSearch(_ query: Query<E>, contract: any EntityContract) async throws(ManagerError) -> QueryResult<E> {
         if let synchronousSearchStores { return try localSearchNow(query, contract: contract, synchronousSearchStores) }
         var failure: StoreError?
@@ -85,7 +87,7 @@ extension CoreManager {
 
     /// `result` without the entities `contract` rejects.
     static func validated(_ result: QueryResult<E>, for query: Query<E>,
-                                  _ contract: any EntityContract) -> QueryResult<E> {
+                          _ contract: any EntityContract) -> QueryResult<E> {
         let valid = contract.filter(result.entities, for: query)
         return valid.count == result.count ? result : QueryResult(entities: valid, groupedBy: query.groupedBy)
     }

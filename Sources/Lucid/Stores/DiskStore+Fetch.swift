@@ -64,7 +64,7 @@ extension DiskStore {
     /// not find it current): the cached one when the cache holds that record, else the record read and decoded
     /// (and cached, when admitted).
     func entity(at handle: RecordHandle, key: [UInt8], cacheKey: EntityCacheKey, probe: EntityCacheTable.Probe,
-                        in snapshot: Snapshot) throws(StoreError) -> E {
+                in snapshot: Snapshot) throws(StoreError) -> E {
         if let box = probe.box, probe.sequence == handle.sequence {
             cache.confirm(cacheKey, sequence: handle.sequence, at: snapshot.sequence)
             return Self.unbox(box)

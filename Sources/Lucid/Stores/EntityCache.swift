@@ -14,8 +14,6 @@ import Synchronization
 /// The table is not generic: the library's generic code is not specialized for the app's entity types, and
 /// each use of a generic type there looks its metadata up at run time. Only boxing and unboxing are generic.
 final class EntityCache<E: LocalEntity>: Sendable {
-    /// The most bytes the entries may count (0: nothing is cached).
-    var capacityBytes: Int { table.capacityBytes }
     private let table: EntityCacheTable
     /// The box type, kept so that making a box does not look its generic metadata up on every insert.
     private let boxType: EntityBox<E>.Type
@@ -41,7 +39,6 @@ final class EntityCache<E: LocalEntity>: Sendable {
     /// older snapshot). - Complexity: O(1) amortized.
     func insert(_ entity: E, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64, recordLength: Int) {
         let cost = recordLength + key.bytes.count + EntityCacheTable.entryOverhead
-        guard cost <= table.capacityBytes else { return }
         table.insert(boxType.init(entity), forKey: key, sequence: sequence, at: snapshot, cost: cost)
     }
 
