@@ -94,7 +94,7 @@ extension BTree.Node {
 
     /// The address of `array`'s storage object, read without retaining it. O(1).
     @inline(__always)
-    private static func storage<T>(of array: inout [T]) -> UnsafeRawPointer {
+    static func storage<T>(of array: inout [T]) -> UnsafeRawPointer {
         withUnsafeMutablePointer(to: &array) { UnsafeRawPointer($0).load(as: UnsafeRawPointer.self) }
     }
 

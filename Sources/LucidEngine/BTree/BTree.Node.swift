@@ -243,7 +243,7 @@ extension BTree.Node {
     /// For an internal node, the unretained child whose range contains `key`; `nil` for a
     /// leaf. The caller must keep this node alive while using the result. O(log keyCount).
     @inline(__always)
-    private func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
+    func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
         guard !isLeaf else { return nil }
         let index = childIndex(for: key)
         return children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }

@@ -24,7 +24,7 @@ final class PageCache: Sendable {
         @inline(__always) var packed: UInt64 { segment << 32 | offset & 0xFFFF_FFFF }
     }
 
-    private struct Entry {
+    struct Entry {
         var key: Key
         var page: PageBuffer
         var referenced: Bool
@@ -32,7 +32,7 @@ final class PageCache: Sendable {
         var probation: Bool
     }
 
-    private struct Shard {
+    struct Shard {
         var slots = PageSlotTable()
         var entries: [Entry] = []
         var hand = 0
@@ -42,13 +42,13 @@ final class PageCache: Sendable {
 
     private static let shardCount = 16
     /// One lock per shard; a class because `Mutex` cannot live in an array.
-    private final class LockedShard: Sendable {
+    final class LockedShard: Sendable {
         let mutex: Mutex<Shard>
         init(ghosts: Int) { mutex = Mutex(Shard(ghosts: PageGhosts(capacity: ghosts))) }
     }
-    private let shards: [LockedShard]
+    let shards: [LockedShard]
     private let shardCapacity: Int
-    private let hitCount = Atomic<UInt64>(0)
+    let hitCount = Atomic<UInt64>(0)
     private let missCount = Atomic<UInt64>(0)
 
     /// Payload bytes a miss reads along with the page header, in one `pread`: learnt from the pages read, at
@@ -70,7 +70,7 @@ final class PageCache: Sendable {
     var hits: UInt64 { hitCount.load(ordering: .relaxed) }
     var misses: UInt64 { missCount.load(ordering: .relaxed) }
 
-    @inline(__always) private func shardIndex(_ key: Key) -> Int {
+    @inline(__always) func shardIndex(_ key: Key) -> Int {
         var h = key.offset &* 0x9E37_79B9_7F4A_7C15 ^ key.segment
         h ^= h >> 29
         return Int(truncatingIfNeeded: h) & (Self.shardCount - 1)

@@ -78,6 +78,14 @@ public final class Engine: Sendable {
         try core.get(key, in: keyspace)
     }
 
+    /// The values under `keys` in `keyspace`, in the order of `keys` (nil where a key has none), from one
+    /// snapshot: ``get(_:in:)`` for many keys at once, faster for keys scattered over a large store (see
+    /// ``Snapshot/values(forKeys:in:)``). - Complexity: O(m log n), plus one page read per key whose page is not
+    /// cached. - Throws: as ``get(_:in:)``.
+    public func values(forKeys keys: [[UInt8]], in keyspace: String) throws -> [[UInt8]?] {
+        try snapshot().values(forKeys: keys, in: keyspace)
+    }
+
     /// Whether ``close()`` has been called (reads and writes then throw ``LucidError/Code/closed``). - Complexity: O(1).
     public var isClosed: Bool { core.closedFlag.isSet }
 

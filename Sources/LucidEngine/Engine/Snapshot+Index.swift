@@ -85,8 +85,9 @@ extension Snapshot {
     /// The records matching the query (see ``keys(matching:)``), with their values.
     /// - Throws: corruption or I/O errors reading values.
     public func records(matching query: IndexQuery) throws -> [KeyValue] {
-        try keys(matching: query).compactMap { key in
-            try get(key, in: query.keyspace).map { KeyValue(key: key, value: $0) }
+        let keys = keys(matching: query)
+        return try zip(keys, values(forKeys: keys, in: query.keyspace)).compactMap { key, value in
+            value.map { KeyValue(key: key, value: $0) }
         }
     }
 

@@ -123,6 +123,37 @@ struct BTreeBulkInsertionTests {
         }
     }
 
+    @Test("values(forKeys:) finds what value(forKey:) finds, for unsorted keys with repeats and absent keys",
+          arguments: [1, 300, 20_000])
+    func batchLookup(treeSize: Int) {
+        var rng = SplitMix64(seed: 23)
+        var tree = BTree<Int>()
+        // Keys with a long shared prefix as well, so leaves carry prefixes the prefetch must respect.
+        let prefix = [UInt8](repeating: 0xAB, count: 12)
+        var present: [[UInt8]] = []
+        for n in 0 ..< treeSize {
+            let key = n % 2 == 0 ? randomKey(&rng, sequential: nil) : prefix + randomKey(&rng, sequential: nil)
+            tree.updateValue(n, forKey: key)
+            present.append(key)
+        }
+        for size in [0, 1, 2, 20, 333] {
+            var probes: [[UInt8]] = []
+            for i in 0 ..< size {
+                switch i % 4 {
+                case 0: probes.append(randomKey(&rng, sequential: nil))                    // (almost surely) absent
+                case 1: probes.append(prefix + randomKey(&rng, sequential: nil))           // absent, in the prefix
+                default: probes.append(present[Int(rng.next() % UInt64(present.count))])  // present, repeats likely
+                }
+            }
+            probes.shuffle(using: &rng)
+            probes += probes.prefix(size / 5)   // certain repeats
+            let found = tree.values(forKeys: probes)
+            #expect(found == probes.map { tree.value(forKey: $0) }, "\(size) keys in a tree of \(treeSize)")
+            if size >= 20 { #expect(found.contains { $0 != nil }, "present keys are found") }
+        }
+        #expect(BTree<Int>().values(forKeys: [[1], [2]]) == [nil, nil])
+    }
+
     @Test("one huge batch into an empty tree, and into a tree with long keys")
     func hugeBatches() {
         var tree = BTree<Int>()
