@@ -15,32 +15,89 @@ extension DiskStore {
     }
 
     /// The entities under `keys` in `snapshot`, in order (keys without a record are skipped), as ``fetch(_:in:)``
-    /// reads them. The array is filled in place: in generic code each `append` would look `Array<E>`'s
-    /// metadata up at run time, and no `E?` passes per key.
+    /// reads them, except that the keys the cache does not know to be current are looked up together and their
+    /// records read together (``LucidEngine/Snapshot/handles(forKeys:in:)``, ``LucidEngine/Snapshot/values(of:)``):
+    /// scattered records, read one by one, would each wait for memory in turn. Errors: the engine's first, then
+    /// the first record in order that does not decode.
+    ///
+    /// The array is filled in place: in generic code each `append` would look `Array<E>`'s metadata up at run
+    /// time, and no `E?` passes per key (entities wait in their cache boxes meanwhile).
     func fetch(_ keys: [[UInt8]], in snapshot: Snapshot) throws(StoreError) -> [E] {
+        guard !keys.isEmpty else { return [] }
         let sequence = snapshot.sequence
         var failure: StoreError?
-        let entities = [E](unsafeUninitializedCapacity: keys.count) { buffer, count in
+        let entities = withUnsafeTemporaryAllocation(of: FetchSlot.self, capacity: keys.count) { slots -> [E] in
+            var pending = 0
+            var hits = false
+            for (i, key) in keys.enumerated() {
+                let probe = cache.probe(EntityCacheKey(key), at: sequence)
+                if probe.current, let box = probe.box {
+                    (slots.baseAddress! + i).initialize(to: .entity(box))
+                    hits = true
+                } else {
+                    (slots.baseAddress! + i).initialize(to: .pending(probe))
+                    pending += 1
+                }
+            }
+            defer { slots.baseAddress!.deinitialize(count: keys.count) }
             do throws(StoreError) {
-                for key in keys {
-                    let cacheKey = EntityCacheKey(key)
-                    let probe = cache.probe(cacheKey, at: sequence)
-                    if probe.current, let box = probe.box {
-                        (buffer.baseAddress! + count).initialize(to: try cached(box))
-                        count += 1
-                        continue
-                    }
-                    guard let handle = try recordHandle(key, in: snapshot) else { continue }
-                    let entity = try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
-                    (buffer.baseAddress! + count).initialize(to: entity)
+                if hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
+                if pending > 0 { try resolve(keys, slots, pending: pending, in: snapshot) }
+            } catch {
+                failure = error
+                return []
+            }
+            return [E](unsafeUninitializedCapacity: keys.count) { buffer, count in
+                for slot in slots {
+                    guard case .entity(let box) = slot else { continue }
+                    (buffer.baseAddress! + count).initialize(to: Self.unbox(box))
                     count += 1
                 }
-            } catch {
-                failure = error   // the entities initialized so far are released with the array
             }
         }
         if let failure { throw failure }
         return entities
+    }
+
+    /// Turns every pending slot of `slots` (the cache did not know `keys[i]` to be current) into an entity or
+    /// `.absent`: one lookup of all their keys, one read of the records the cache does not hold, then each decoded
+    /// (and offered to the cache) in order.
+    private func resolve(_ keys: [[UInt8]], _ slots: UnsafeMutableBufferPointer<FetchSlot>, pending: Int,
+                         in snapshot: Snapshot) throws(StoreError) {
+        var lookups: [[UInt8]] = []
+        lookups.reserveCapacity(pending)
+        for (i, slot) in slots.enumerated() { if case .pending = slot { lookups.append(keys[i]) } }
+        let handles: [RecordHandle?]
+        do { handles = try snapshot.handles(forKeys: lookups, in: keyspace) } catch { throw .wrap(error) }
+        var reads: [RecordHandle] = []
+        var h = 0
+        for i in slots.indices {
+            guard case .pending(let probe) = slots[i] else { continue }
+            defer { h += 1 }
+            guard let handle = handles[h] else { slots[i] = .absent; continue }
+            if let box = probe.box, probe.sequence == handle.sequence {
+                cache.confirm(EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence)
+                slots[i] = .entity(box)
+            } else {
+                slots[i] = .read(probe, handle)
+                reads.append(handle)
+            }
+        }
+        guard !reads.isEmpty else { return }
+        let values: [[UInt8]]
+        do { values = try snapshot.values(of: reads) } catch { throw .wrap(error) }
+        var r = 0
+        for i in slots.indices {
+            guard case .read(let probe, let handle) = slots[i] else { continue }
+            let bytes = values[r]
+            r += 1
+            let box = cache.box(try decode(bytes, key: keys[i]))
+            if probe.admit {
+                cache.insert(box, forKey: EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence,
+                             recordLength: bytes.count)
+            }
+            slots[i] = .entity(box)
+        }
     }
 
     /// The entity in a box of the cache.
@@ -85,4 +142,16 @@ extension DiskStore {
             throw .undecodableEntity(keyspace: keyspace, key: key(), detail: "\(error)")
         }
     }
+}
+
+/// Where a batched fetch stands with one key (not generic, so that the slots cost no metadata lookups).
+private enum FetchSlot {
+    /// The entity, in its cache box.
+    case entity(any AnyObject & Sendable)
+    /// Not known to be current in the cache (the probe's result): to look up.
+    case pending(EntityCacheTable.Probe)
+    /// Looked up: a record the cache does not hold, to read and decode.
+    case read(EntityCacheTable.Probe, RecordHandle)
+    /// No record under the key.
+    case absent
 }

@@ -38,9 +38,18 @@ final class EntityCache<E: LocalEntity>: Sendable {
     /// the snapshot at `snapshot`, unless the entry for `key` comes from a later commit already (a reader on an
     /// older snapshot). - Complexity: O(1) amortized.
     func insert(_ entity: E, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64, recordLength: Int) {
-        let cost = recordLength + key.bytes.count + EntityCacheTable.entryOverhead
-        table.insert(boxType.init(entity), forKey: key, sequence: sequence, at: snapshot, cost: cost)
+        insert(box(entity), forKey: key, sequence: sequence, at: snapshot, recordLength: recordLength)
     }
+
+    /// ``insert(_:forKey:sequence:at:recordLength:)`` of an entity already boxed (``box(_:)``).
+    func insert(_ box: any AnyObject & Sendable, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64,
+                recordLength: Int) {
+        let cost = recordLength + key.bytes.count + EntityCacheTable.entryOverhead
+        table.insert(box, forKey: key, sequence: sequence, at: snapshot, cost: cost)
+    }
+
+    /// `entity` in a box of the cache's kind (an `EntityBox<E>`), made without a metadata lookup. O(1).
+    func box(_ entity: E) -> any AnyObject & Sendable { boxType.init(entity) }
 
     /// Entries, bytes counted, hits and misses since the cache was made.
     var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { table.statistics }

@@ -11,11 +11,23 @@ extension BTree {
     /// level overlap. For a few dozen keys scattered over a large tree (the records an index query names) that is
     /// several times faster than separate lookups; sorted runs of neighbouring keys are better served by
     /// `values(forSortedKeys:in:)`, which searches each node once per run.
-    /// - Complexity: O(m log n) comparisons for m keys, the result's allocation, no reference counting.
+    /// - Complexity: O(m log n) comparisons for m keys, the result's allocation, no reference counting. Keys are
+    ///   taken in groups of `BTreeLayout.lookupGroup`.
     func values(forKeys keys: [[UInt8]]) -> [Value?] {
+        if keys.count < 2 { return keys.map { value(forKey: $0) } }
+        var result: [Value?] = []
+        result.reserveCapacity(keys.count)
+        // In groups small enough that what one level prefetches is still in the processor's cache when it is read.
+        for start in stride(from: 0, to: keys.count, by: BTreeLayout.lookupGroup) {
+            appendValues(forKeys: keys[start ..< min(keys.count, start + BTreeLayout.lookupGroup)], to: &result)
+        }
+        return result
+    }
+
+    private func appendValues(forKeys keys: ArraySlice<[UInt8]>, to result: inout [Value?]) {
         let m = keys.count
-        if m < 2 { return keys.map { value(forKey: $0) } }
-        return withUnsafeTemporaryAllocation(of: Unmanaged<Node>.self, capacity: m) { nodes in
+        let first = keys.startIndex
+        withUnsafeTemporaryAllocation(of: Unmanaged<Node>.self, capacity: m) { nodes in
             // The tree (and so every node reached) lives as long as `self`; nodes are held unretained.
             _ = nodes.initialize(from: repeatElement(Unmanaged.passUnretained(root), count: m))
             var descending = !root.isLeaf
@@ -23,7 +35,9 @@ extension BTree {
                 descending = false
                 for k in 0 ..< m { nodes[k]._withUnsafeGuaranteedRef { $0.prefetchSearch() } }
                 for k in 0 ..< m {
-                    let child = keys[k].withUnsafeBytes { key in nodes[k]._withUnsafeGuaranteedRef { $0.child(for: key) } }
+                    let child = keys[first + k].withUnsafeBytes { key in
+                        nodes[k]._withUnsafeGuaranteedRef { $0.child(for: key) }
+                    }
                     guard let child else { continue }   // a leaf (every leaf lies at the same depth)
                     nodes[k] = child
                     lucid_prefetch(child.toOpaque())
@@ -33,18 +47,23 @@ extension BTree {
             }
             for k in 0 ..< m { nodes[k]._withUnsafeGuaranteedRef { $0.prefetchSearch() } }
             for k in 0 ..< m {
-                keys[k].withUnsafeBytes { key in nodes[k]._withUnsafeGuaranteedRef { $0.prefetchEntry(for: key) } }
+                keys[first + k].withUnsafeBytes { key in nodes[k]._withUnsafeGuaranteedRef { $0.prefetchEntry(for: key) } }
             }
-            return (0 ..< m).map { k in
-                keys[k].withUnsafeBytes { key in
+            for k in 0 ..< m {
+                result.append(keys[first + k].withUnsafeBytes { key in
                     nodes[k]._withUnsafeGuaranteedRef { leaf in
                         let (index, found) = leaf.search(key)
                         return found ? leaf.values[index] : nil
                     }
-                }
+                })
             }
         }
     }
+}
+
+extension BTreeLayout {
+    /// How many keys ``BTree/values(forKeys:)`` looks up together.
+    static let lookupGroup = 32
 }
 
 extension BTree.Node {

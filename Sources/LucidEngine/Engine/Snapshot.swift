@@ -27,8 +27,13 @@ public struct Snapshot: Sendable {
     public func values(forKeys keys: [[UInt8]], in keyspace: String) throws -> [[UInt8]?] {
         try core.checkOpen()
         guard let tree = state.keyspaces[keyspace]?.primary else { return keys.map { _ in nil } }
-        let locations = tree.values(forKeys: keys)
-        // Cached pages first, all together; then each miss alone (and the values too large to copy under a lock).
+        return try readValues(tree.values(forKeys: keys))
+    }
+
+    /// The values of the records at `locations`, in order (nil for nil): cached pages first, all together
+    /// (``PageCache/copyValues(_:)``); then each miss alone, and each value too large to copy under the cache's
+    /// lock, as ``get(_:in:)`` reads it. - Throws: as ``get(_:in:)``, for the first location in order that fails.
+    func readValues(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
         var requests: [PageCache.ValueRequest] = []
         requests.reserveCapacity(locations.count)
         for case let location? in locations where location.valueLength <= PageFetch.copyUnderLockLimit {
