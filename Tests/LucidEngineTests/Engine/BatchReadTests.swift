@@ -61,6 +61,39 @@ struct BatchReadTests {
         }
     }
 
+    @Test("handles(forKeys:) and values(of:) agree with handle(forKey:) and value(of:); foreign handles are refused")
+    func handles() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options(cacheBytes: 256 << 10))
+            defer { try? engine.close() }
+            var rng = SplitMix64(seed: 45)
+            _ = try Self.write(engine, round: 1, rng: &rng)
+            let snapshot = engine.snapshot()
+            let keys = (0 ..< 300).map { _ in Self.key(Int(rng.next() % 2_100)) }
+            let handles = try snapshot.handles(forKeys: keys, in: "b")
+            #expect(try handles == keys.map { try snapshot.handle(forKey: $0, in: "b") })
+            let found = handles.compactMap { $0 }
+            #expect(found.count < keys.count && found.count > keys.count / 2)
+            #expect(try snapshot.values(of: found) == found.map { try snapshot.value(of: $0) })
+            #expect(try snapshot.values(of: []) == [])
+            #expect(try snapshot.handles(forKeys: keys, in: "none").allSatisfy { $0 == nil })
+
+            try EngineTest.withTemporaryDirectory { other in
+                let second = try Engine.open(at: other, options: Self.options(cacheBytes: 0))
+                defer { try? second.close() }
+                var rng2 = SplitMix64(seed: 45)
+                _ = try Self.write(second, round: 1, rng: &rng2)
+                // Another engine's handles name the same places, and are refused before anything is read.
+                do {
+                    _ = try second.snapshot().values(of: found)
+                    Issue.record("another engine's handles must be refused")
+                } catch let error as LucidError {
+                    #expect(error.code == .invalidArgument)
+                }
+            }
+        }
+    }
+
     @Test("readers batch-read while a writer rewrites every record through a tiny cache: each batch is its snapshot's")
     func concurrentWithWriter() async throws {
         try await EngineTest.withTemporaryDirectory { dir in
