@@ -42,7 +42,11 @@ extension DiskStore {
             defer { slots.baseAddress!.deinitialize(count: keys.count) }
             do throws(StoreError) {
                 if hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
-                if pending > 0 { try resolve(keys, slots, pending: pending, in: snapshot) }
+                if pending >= Self.batchedLookups {
+                    try resolve(keys, slots, pending: pending, in: snapshot)
+                } else if pending > 0 {
+                    try resolveEach(keys, slots, in: snapshot)
+                }
             } catch {
                 failure = error
                 return []
@@ -59,6 +63,38 @@ extension DiskStore {
         return entities
     }
 
+    /// How many keys the cache does not know to be current make ``fetch(_:in:)`` look them up together: a batch
+    /// costs a few allocations of its own, which one or two lookups do not repay.
+    static var batchedLookups: Int { 4 }
+
+    /// ``resolve(_:_:pending:in:)`` one key at a time, as ``fetch(_:in:)`` for one key reads it.
+    private func resolveEach(_ keys: [[UInt8]], _ slots: UnsafeMutableBufferPointer<FetchSlot>,
+                             in snapshot: Snapshot) throws(StoreError) {
+        for i in slots.indices {
+            guard case .pending(let probe) = slots[i] else { continue }
+            guard let handle = try recordHandle(keys[i], in: snapshot) else { slots[i] = .absent; continue }
+            if let box = probe.box, probe.sequence == handle.sequence {
+                cache.confirm(EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence)
+                slots[i] = .entity(box)
+                continue
+            }
+            let bytes: [UInt8]
+            do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
+            slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit, in: snapshot))
+        }
+    }
+
+    /// The entity `bytes` holds (the record `handle` of `key`), in a box, offered to the cache when `admit`.
+    private func boxedEntity(_ bytes: [UInt8], key: [UInt8], handle: RecordHandle, admit: Bool,
+                             in snapshot: Snapshot) throws(StoreError) -> any AnyObject & Sendable {
+        let box = cache.box(try decode(bytes, key: key))
+        if admit {
+            cache.insert(box, forKey: EntityCacheKey(key), sequence: handle.sequence, at: snapshot.sequence,
+                         recordLength: bytes.count)
+        }
+        return box
+    }
+
     /// Turns every pending slot of `slots` (the cache did not know `keys[i]` to be current) into an entity or
     /// `.absent`: one lookup of all their keys, one read of the records the cache does not hold, then each decoded
     /// (and offered to the cache) in order.
@@ -69,7 +105,7 @@ extension DiskStore {
         for (i, slot) in slots.enumerated() { if case .pending = slot { lookups.append(keys[i]) } }
         let handles: [RecordHandle?]
         do { handles = try snapshot.handles(forKeys: lookups, in: keyspace) } catch { throw .wrap(error) }
-        var reads: [RecordHandle] = []
+        var reads = 0
         var h = 0
         for i in slots.indices {
             guard case .pending(let probe) = slots[i] else { continue }
@@ -79,24 +115,31 @@ extension DiskStore {
                 cache.confirm(EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence)
                 slots[i] = .entity(box)
             } else {
-                slots[i] = .read(probe, handle)
-                reads.append(handle)
+                slots[i] = .read(admit: probe.admit, handle: h)
+                reads += 1
             }
         }
-        guard !reads.isEmpty else { return }
-        let values: [[UInt8]]
-        do { values = try snapshot.values(of: reads) } catch { throw .wrap(error) }
+        guard reads > 0 else { return }
+        // A few records are read alone (typically most keys were confirmed: a write changed a few since the cache
+        // last saw them); more are read together.
+        var values: [[UInt8]] = []
+        if reads >= Self.batchedLookups {
+            var batch: [RecordHandle] = []
+            batch.reserveCapacity(reads)
+            for slot in slots { if case .read(_, let h) = slot, let handle = handles[h] { batch.append(handle) } }
+            do { values = try snapshot.values(of: batch) } catch { throw .wrap(error) }
+        }
         var r = 0
         for i in slots.indices {
-            guard case .read(let probe, let handle) = slots[i] else { continue }
-            let bytes = values[r]
-            r += 1
-            let box = cache.box(try decode(bytes, key: keys[i]))
-            if probe.admit {
-                cache.insert(box, forKey: EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence,
-                             recordLength: bytes.count)
+            guard case .read(let admit, let h) = slots[i], let handle = handles[h] else { continue }
+            let bytes: [UInt8]
+            if values.isEmpty {
+                do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
+            } else {
+                bytes = values[r]
+                r += 1
             }
-            slots[i] = .entity(box)
+            slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: admit, in: snapshot))
         }
     }
 
@@ -150,8 +193,9 @@ private enum FetchSlot {
     case entity(any AnyObject & Sendable)
     /// Not known to be current in the cache (the probe's result): to look up.
     case pending(EntityCacheTable.Probe)
-    /// Looked up: a record the cache does not hold, to read and decode.
-    case read(EntityCacheTable.Probe, RecordHandle)
+    /// Looked up (`handle` indexes the lookup's results): a record the cache does not hold, to read, decode and
+    /// offer to the cache when `admit`. (Small, so that a query's slots fit on the stack.)
+    case read(admit: Bool, handle: Int)
     /// No record under the key.
     case absent
 }

@@ -13,18 +13,23 @@ extension BTree {
     /// `values(forSortedKeys:in:)`, which searches each node once per run.
     /// - Complexity: O(m log n) comparisons for m keys, the result's allocation, no reference counting. Keys are
     ///   taken in groups of `BTreeLayout.lookupGroup`.
-    func values(forKeys keys: [[UInt8]]) -> [Value?] {
-        if keys.count < 2 { return keys.map { value(forKey: $0) } }
-        var result: [Value?] = []
+    func values(forKeys keys: [[UInt8]]) -> [Value?] { values(forKeys: keys) { $0 } }
+
+    /// ``values(forKeys:)`` with each value passed through `transform` (one array, not two).
+    func values<T>(forKeys keys: [[UInt8]], _ transform: (Value?) -> T) -> [T] {
+        if keys.count < 2 { return keys.map { transform(value(forKey: $0)) } }
+        var result: [T] = []
         result.reserveCapacity(keys.count)
         // In groups small enough that what one level prefetches is still in the processor's cache when it is read.
         for start in stride(from: 0, to: keys.count, by: BTreeLayout.lookupGroup) {
-            appendValues(forKeys: keys[start ..< min(keys.count, start + BTreeLayout.lookupGroup)], to: &result)
+            appendValues(forKeys: keys[start ..< min(keys.count, start + BTreeLayout.lookupGroup)], transform,
+                         to: &result)
         }
         return result
     }
 
-    private func appendValues(forKeys keys: ArraySlice<[UInt8]>, to result: inout [Value?]) {
+    private func appendValues<T>(forKeys keys: ArraySlice<[UInt8]>, _ transform: (Value?) -> T,
+                                 to result: inout [T]) {
         let m = keys.count
         let first = keys.startIndex
         withUnsafeTemporaryAllocation(of: Unmanaged<Node>.self, capacity: m) { nodes in
@@ -50,12 +55,12 @@ extension BTree {
                 keys[first + k].withUnsafeBytes { key in nodes[k]._withUnsafeGuaranteedRef { $0.prefetchEntry(for: key) } }
             }
             for k in 0 ..< m {
-                result.append(keys[first + k].withUnsafeBytes { key in
+                result.append(transform(keys[first + k].withUnsafeBytes { key in
                     nodes[k]._withUnsafeGuaranteedRef { leaf in
                         let (index, found) = leaf.search(key)
                         return found ? leaf.values[index] : nil
                     }
-                })
+                }))
             }
         }
     }

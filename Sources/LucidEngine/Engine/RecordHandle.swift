@@ -44,7 +44,7 @@ extension Snapshot {
         try core.checkOpen()
         guard let tree = state.keyspaces[keyspace]?.primary else { return keys.map { _ in nil } }
         let engine = ObjectIdentifier(core)
-        return tree.values(forKeys: keys).map { location in location.map { RecordHandle(location: $0, engine: engine) } }
+        return tree.values(forKeys: keys) { location in location.map { RecordHandle(location: $0, engine: engine) } }
     }
 
     /// The values of records this snapshot found (``value(of:)`` for each, in order), read together as
