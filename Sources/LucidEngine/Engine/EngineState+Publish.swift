@@ -35,13 +35,8 @@ extension EngineState {
                         }
                     }
                 }
-                puts.withView { putKeys in
-                    keyspace.primary.updateValues(puts, putLocations) { p, old in
-                        liveDelta -= AutoCompactionState.recordBytes(keyLength: putKeys[p].count,
-                                                                     valueLength: old.valueLength)
-                    }
-                }
-                // Secondary indexes: replaced entries out, then each index's new entries as a sorted run.
+                // Secondary indexes: replaced entries out first (entries of different keys never coincide, so this
+                // may precede the primary tree's update), then each index's new entries as a sorted run.
                 for (j, i) in run.operations.enumerated() where !plan.replaced[i].isEmpty {
                     keyspace.removeTerms(plan.replaced[i], forKey: keys[j])
                 }
@@ -49,11 +44,48 @@ extension EngineState {
                 for (j, i) in run.operations.enumerated() {
                     for term in plan.operations[i].terms { entries.append(term, forKey: j) }
                 }
-                entries.insert(into: &keyspace, keys: keys)
+                liveDelta += Self.insertRuns(puts, putLocations, entries, into: &keyspace, keys: keys)
             }
             keyspaces[run.name] = keyspace
         }
         return liveDelta
+    }
+
+    /// Inserts a keyspace's sorted run of puts into its primary tree and each index's run of new entries into
+    /// that index; returns the change in live bytes (the records the puts replace). The trees are independent, so
+    /// a large group updates them in parallel (``ParallelPublish``). O(m log n) for m entries.
+    private static func insertRuns(_ puts: PackedKeys, _ locations: [RecordLocation], _ entries: IndexEntryRuns,
+                                   into keyspace: inout KeyspaceState, keys: PackedKeys.View) -> Int64 {
+        let names = entries.names
+        guard ParallelPublish.worthIt(entries: puts.count + entries.count), !names.isEmpty else {
+            let delta = updatePrimary(&keyspace.primary, puts, locations)
+            for n in names.indices { entries.insert(n, into: &keyspace.indexes[names[n], default: BTree()], keys: keys) }
+            return delta
+        }
+        // Each tree is taken out of the keyspace (so that it stays uniquely referenced) and updated on its own thread.
+        var primary = keyspace.primary
+        keyspace.primary = BTree()
+        var indexes = names.map { keyspace.indexes.removeValue(forKey: $0) ?? BTree() }
+        var delta: Int64 = 0
+        ParallelPublish.run(&primary, &indexes) { tree in delta = updatePrimary(&tree, puts, locations) } index: { n, tree in
+            entries.insert(n, into: &tree, keys: keys)
+        }
+        keyspace.primary = primary
+        for (n, name) in names.enumerated() { keyspace.indexes[name] = indexes[n] }
+        return delta
+    }
+
+    /// Inserts the sorted run `puts` (at `locations`) into `primary`; returns minus the bytes of the records
+    /// replaced. O(m log n).
+    private static func updatePrimary(_ primary: inout BTree<RecordLocation>, _ puts: PackedKeys,
+                                      _ locations: [RecordLocation]) -> Int64 {
+        var replacedBytes: Int64 = 0
+        puts.withView { putKeys in
+            primary.updateValues(puts, locations) { p, old in
+                replacedBytes += AutoCompactionState.recordBytes(keyLength: putKeys[p].count, valueLength: old.valueLength)
+            }
+        }
+        return -replacedBytes
     }
 
     /// `publish` for a group that writes some key more than once: every operation in commit order.
@@ -93,8 +125,11 @@ extension EngineState {
 private struct IndexEntryRuns {
     /// Index names in order of first appearance; a group rarely touches more than a few, so a linear search
     /// beats hashing each term's index name.
-    private var names: [String] = []
+    private(set) var names: [String] = []
     private var runs: [Run] = []
+
+    /// Entries gathered, over every index.
+    var count: Int { runs.reduce(0) { $0 + $1.keys.count } }
 
     /// One index's entries: entry `e` is term `terms[e]` of key `keys[e]` of the keyspace's sorted run.
     private struct Run {
@@ -121,27 +156,26 @@ private struct IndexEntryRuns {
         runs[n].keys.append(j)
     }
 
-    /// Inserts every gathered entry; an entry listed twice (a record with a repeated term) is inserted once.
-    /// `keys` are the keyspace's sorted, distinct keys the entries refer to. O(n log n) integer comparisons.
-    func insert(into keyspace: inout KeyspaceState, keys: PackedKeys.View) {
+    /// Inserts the gathered entries of index `names[n]` into `tree`; an entry listed twice (a record with a repeated
+    /// term) is inserted once. `keys` are the keyspace's sorted, distinct keys the entries refer to. O(n log n)
+    /// integer comparisons for its n entries.
+    func insert(_ n: Int, into tree: inout BTree<UInt16>, keys: PackedKeys.View) {
         assert(keys.isSorted, "IndexEntryRuns: the keyspace's keys must be sorted and distinct")
-        for (n, name) in names.enumerated() {
-            let run = runs[n]
-            var entries = PackedKeys(reservingKeys: run.keys.count, bytes: run.terms.bytes.count + run.keys.count * 16)
-            var termLengths: [UInt16] = []
-            termLengths.reserveCapacity(run.keys.count)
-            run.terms.withView { terms in
-                var previous = -1
-                for e in Self.termOrder(terms) {
-                    if previous >= 0 && run.keys[previous] == run.keys[e]
-                        && BTreeLayout.compare(terms[previous], terms[e]) == 0 { continue }   // a repeated term
-                    entries.append(terms[e], keys[run.keys[e]])
-                    termLengths.append(UInt16(truncatingIfNeeded: terms[e].count))
-                    previous = e
-                }
+        let run = runs[n]
+        var entries = PackedKeys(reservingKeys: run.keys.count, bytes: run.terms.bytes.count + run.keys.count * 16)
+        var termLengths: [UInt16] = []
+        termLengths.reserveCapacity(run.keys.count)
+        run.terms.withView { terms in
+            var previous = -1
+            for e in Self.termOrder(terms) {
+                if previous >= 0 && run.keys[previous] == run.keys[e]
+                    && BTreeLayout.compare(terms[previous], terms[e]) == 0 { continue }   // a repeated term
+                entries.append(terms[e], keys[run.keys[e]])
+                termLengths.append(UInt16(truncatingIfNeeded: terms[e].count))
+                previous = e
             }
-            keyspace.indexes[name, default: BTree()].updateValues(entries, termLengths) { _, _ in }
         }
+        tree.updateValues(entries, termLengths) { _, _ in }
     }
 
     /// The entries' positions, stably sorted by term.
