@@ -17,8 +17,10 @@ extension DiskStore {
     /// The entities under `keys` in `snapshot`, in order (keys without a record are skipped), as ``fetch(_:in:)``
     /// reads them, except that the keys the cache does not know to be current are looked up together and their
     /// records read together (``LucidEngine/Snapshot/handles(forKeys:in:)``, ``LucidEngine/Snapshot/values(of:)``):
-    /// scattered records, read one by one, would each wait for memory in turn. Errors: the engine's first, then
-    /// the first record in order that does not decode.
+    /// scattered records, read one by one, would each wait for memory in turn. Errors: with 4 or more records to
+    /// read, the engine's first (lookups, then reads), then the first record in order that does not decode; with
+    /// fewer, each key's in order, as one-key fetches meet them. Probes all come first, so a key repeated in one
+    /// call is read (and decoded) once per occurrence.
     ///
     /// The array is filled in place: in generic code each `append` would look `Array<E>`'s metadata up at run
     /// time, and no `E?` passes per key (entities wait in their cache boxes meanwhile).
@@ -84,13 +86,15 @@ extension DiskStore {
         }
     }
 
-    /// The entity `bytes` holds (the record `handle` of `key`), in a box, offered to the cache when `admit`.
+    /// The entity `bytes` holds (the record `handle` of `key`), in a box, offered to the cache when `admit`: its
+    /// probe was made before the batch's other inserts, so the cache checks admission again as it is then (a large
+    /// query must not flush the working set on the strength of the room one probe saw).
     private func boxedEntity(_ bytes: [UInt8], key: [UInt8], handle: RecordHandle, admit: Bool,
                              in snapshot: Snapshot) throws(StoreError) -> any AnyObject & Sendable {
         let box = cache.box(try decode(bytes, key: key))
         if admit {
             cache.insert(box, forKey: EntityCacheKey(key), sequence: handle.sequence, at: snapshot.sequence,
-                         recordLength: bytes.count)
+                         recordLength: bytes.count, recheckAdmission: true)
         }
         return box
     }

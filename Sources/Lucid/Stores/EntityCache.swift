@@ -41,11 +41,12 @@ final class EntityCache<E: LocalEntity>: Sendable {
         insert(box(entity), forKey: key, sequence: sequence, at: snapshot, recordLength: recordLength)
     }
 
-    /// ``insert(_:forKey:sequence:at:recordLength:)`` of an entity already boxed (``box(_:)``).
+    /// ``insert(_:forKey:sequence:at:recordLength:)`` of an entity already boxed (``box(_:)``); with
+    /// `recheckAdmission`, admitted again by the cache as it is now (see ``EntityCacheTable/insert``).
     func insert(_ box: any AnyObject & Sendable, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64,
-                recordLength: Int) {
+                recordLength: Int, recheckAdmission: Bool = false) {
         let cost = recordLength + key.bytes.count + EntityCacheTable.entryOverhead
-        table.insert(box, forKey: key, sequence: sequence, at: snapshot, cost: cost)
+        table.insert(box, forKey: key, sequence: sequence, at: snapshot, cost: cost, recheckAdmission: recheckAdmission)
     }
 
     /// `entity` in a box of the cache's kind (an `EntityBox<E>`), made without a metadata lookup. O(1).

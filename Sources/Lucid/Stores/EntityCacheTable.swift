@@ -120,9 +120,11 @@ final class EntityCacheTable: Sendable {
     }
 
     /// Keeps `box` for `key` (decoded from commit `sequence`, found in the snapshot at sequence `snapshot`,
-    /// counting `cost` bytes), unless the entry for `key` comes from a later commit; evicts until it fits.
+    /// counting `cost` bytes), unless the entry for `key` comes from a later commit; evicts until it fits. With
+    /// `recheckAdmission`, a key without an entry is admitted again by the cache as it is now (for a probe made
+    /// before other inserts: a batch probes all its keys first, and the room one probe saw is not there for all).
     func insert(_ box: any AnyObject & Sendable, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64,
-                cost: Int) {
+                cost: Int, recheckAdmission: Bool = false) {
         // The eviction below ends only if the new entry fits once every other entry is gone.
         guard cost <= capacityBytes else { return }
         // What leaves the cache is released after the lock (an entity's deinitialization can be long): usually one
@@ -131,6 +133,7 @@ final class EntityCacheTable: Sendable {
         var releasedMore: [any AnyObject & Sendable] = []
         storage.withLock { s in
             let existing = Self.find(key, in: s)
+            if recheckAdmission && existing == nil && !Self.admits(key, &s, capacity: capacityBytes) { return }
             if let i = existing {
                 guard s.slots[i].sequence < sequence else {
                     if s.slots[i].sequence == sequence {   // decoded twice (readers racing): the same record

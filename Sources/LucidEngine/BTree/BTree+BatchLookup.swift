@@ -90,7 +90,8 @@ extension BTree.Node {
         }
         guard index < keyCount else { return }
         // Addresses are computed from the arrays' storage objects (a 32-byte header, then the elements), read without
-        // a retain: a retain would write to the storage and so wait for it (see `prefetchSearch`).
+        // a retain: a retain would write to the storage and so wait for it. The `inout` address reads write nothing;
+        // the thread sanitizer's access-race check reports them as modifications (see `prefetchSearch`).
         lucid_prefetch(Self.storage(of: &keyBytes) + 32 + keyStart(index))
         lucid_prefetch(Self.storage(of: &values) + 32 + index &* MemoryLayout<Value>.stride)
     }

@@ -52,6 +52,8 @@ extension PageCache {
                     // The page's storage object is found from the entry alone, without reading the object (its
                     // header would be waited for) or retaining it (a write, waited for too): an array is one
                     // reference to a 32-byte header followed by the elements. Addresses only; nothing is read there.
+                    assert(MemoryLayout<PageBuffer>.size == MemoryLayout<UnsafeRawPointer>.size,
+                           "a PageBuffer is one array reference")
                     let storage = shard.entries.withUnsafeBufferPointer { entries in
                         UnsafeRawPointer(entries.baseAddress.unsafelyUnwrapped + slot)
                             .load(fromByteOffset: Self.entryPageOffset, as: UnsafeRawPointer.self)
