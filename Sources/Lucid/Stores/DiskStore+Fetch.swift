@@ -44,11 +44,7 @@ extension DiskStore {
             defer { slots.baseAddress!.deinitialize(count: keys.count) }
             do throws(StoreError) {
                 if hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
-                if pending >= Self.batchedLookups {
-                    try resolve(keys, slots, pending: pending, in: snapshot)
-                } else if pending > 0 {
-                    try resolveEach(keys, slots, in: snapshot)
-                }
+                if pending > 0 { try resolve(keys, slots, pending: pending, in: snapshot) }
             } catch {
                 failure = error
                 return []
@@ -69,23 +65,6 @@ extension DiskStore {
     /// costs a few allocations of its own, which one or two lookups do not repay.
     static var batchedLookups: Int { 4 }
 
-    /// ``resolve(_:_:pending:in:)`` one key at a time, as ``fetch(_:in:)`` for one key reads it.
-    private func resolveEach(_ keys: [[UInt8]], _ slots: UnsafeMutableBufferPointer<FetchSlot>,
-                             in snapshot: Snapshot) throws(StoreError) {
-        for i in slots.indices {
-            guard case .pending(let probe) = slots[i] else { continue }
-            guard let handle = try recordHandle(keys[i], in: snapshot) else { slots[i] = .absent; continue }
-            if let box = probe.box, probe.sequence == handle.sequence {
-                cache.confirm(EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence)
-                slots[i] = .entity(box)
-                continue
-            }
-            let bytes: [UInt8]
-            do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
-            slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit, in: snapshot))
-        }
-    }
-
     /// The entity `bytes` holds (the record `handle` of `key`), in a box, offered to the cache when `admit`: its
     /// probe was made before the batch's other inserts, so the cache checks admission again as it is then (a large
     /// query must not flush the working set on the strength of the room one probe saw).
@@ -100,24 +79,35 @@ extension DiskStore {
     }
 
     /// Turns every pending slot of `slots` (the cache did not know `keys[i]` to be current) into an entity or
-    /// `.absent`: one lookup of all their keys, one read of the records the cache does not hold, then each decoded
-    /// (and offered to the cache) in order.
+    /// `.absent`. From ``batchedLookups`` pending keys on: one lookup of all their keys, one read of the records the
+    /// cache does not hold, then each decoded (and offered to the cache) in order. Fewer: each key looked up, read
+    /// and decoded in turn, as a one-key fetch does (a batch's arrays cost more than it saves there).
     private func resolve(_ keys: [[UInt8]], _ slots: UnsafeMutableBufferPointer<FetchSlot>, pending: Int,
                          in snapshot: Snapshot) throws(StoreError) {
-        var lookups: [[UInt8]] = []
-        lookups.reserveCapacity(pending)
-        for (i, slot) in slots.enumerated() { if case .pending = slot { lookups.append(keys[i]) } }
-        let handles: [RecordHandle?]
-        do { handles = try snapshot.handles(forKeys: lookups, in: keyspace) } catch { throw .wrap(error) }
+        let batched = pending >= Self.batchedLookups
+        var handles: [RecordHandle?] = []
+        if batched {
+            var lookups: [[UInt8]] = []
+            lookups.reserveCapacity(pending)
+            for (i, slot) in slots.enumerated() { if case .pending = slot { lookups.append(keys[i]) } }
+            do { handles = try snapshot.handles(forKeys: lookups, in: keyspace) } catch { throw .wrap(error) }
+        }
         var reads = 0
         var h = 0
         for i in slots.indices {
             guard case .pending(let probe) = slots[i] else { continue }
             defer { h += 1 }
-            guard let handle = handles[h] else { slots[i] = .absent; continue }
+            guard let handle = batched ? handles[h] : try recordHandle(keys[i], in: snapshot) else {
+                slots[i] = .absent
+                continue
+            }
             if let box = probe.box, probe.sequence == handle.sequence {
                 cache.confirm(EntityCacheKey(keys[i]), sequence: handle.sequence, at: snapshot.sequence)
                 slots[i] = .entity(box)
+            } else if !batched {
+                let bytes: [UInt8]
+                do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
+                slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit, in: snapshot))
             } else {
                 slots[i] = .read(admit: probe.admit, handle: h)
                 reads += 1

@@ -2,7 +2,10 @@ import CLucidSupport
 
 extension PageCache {
     /// Where an entry holds its page's storage reference (a `PageBuffer` is its byte array, one reference).
-    private static let entryPageOffset = MemoryLayout<Entry>.offset(of: \Entry.page)!
+    private static let entryPageOffset: Int = {
+        assert(MemoryLayout<PageBuffer>.size == MemoryLayout<UnsafeRawPointer>.size, "a PageBuffer is one array reference")
+        return MemoryLayout<Entry>.offset(of: \Entry.page)!
+    }()
 
     /// How many bytes of a value ``copyValues(_:)`` prefetches (from its start).
     private static let prefetchedValueBytes = 1024
@@ -52,8 +55,6 @@ extension PageCache {
                     // The page's storage object is found from the entry alone, without reading the object (its
                     // header would be waited for) or retaining it (a write, waited for too): an array is one
                     // reference to a 32-byte header followed by the elements. Addresses only; nothing is read there.
-                    assert(MemoryLayout<PageBuffer>.size == MemoryLayout<UnsafeRawPointer>.size,
-                           "a PageBuffer is one array reference")
                     let storage = shard.entries.withUnsafeBufferPointer { entries in
                         UnsafeRawPointer(entries.baseAddress.unsafelyUnwrapped + slot)
                             .load(fromByteOffset: Self.entryPageOffset, as: UnsafeRawPointer.self)
