@@ -83,19 +83,7 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
     }
 
     /// The key under which the disk store keeps the entity: `r` + remote bytes, or `l` + local UTF-8.
-    public var storageKey: [UInt8] {
-        var key: [UInt8] = []
-        if let remoteValue {
-            key.reserveCapacity(16)
-            key.append(0x72)
-            remoteValue.appendOrderedBytes(to: &key)
-        } else {
-            key.reserveCapacity(1 + (localValue?.utf8.count ?? 0))
-            key.append(0x6C)
-            key.append(contentsOf: (localValue ?? "").utf8)
-        }
-        return key
-    }
+    public var storageKey: [UInt8] { RemoteValue.storageKey(remote: remoteValue, local: localValue) }
 
     public var description: String {
         switch (localValue, remoteValue) {

@@ -19,6 +19,8 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     let stores: [any Store<E>]
     /// `stores` again when every one of them reads without suspending, so that `get` calls them directly.
     let synchronousStores: [any SynchronousGetStore<E>]?
+    /// The only store, when there is one and it reads without suspending: `get` returns its answer as it comes.
+    let soleSynchronousStore: (any SynchronousGetStore<E>)?
     /// `stores` again when every one of them also searches without suspending, for `search`.
     let synchronousSearchStores: [any SynchronousSearchStore<E>]?
     /// The backend, if the manager has one.
@@ -33,6 +35,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         self.stores = stores.filter { $0.level != .remote }.sorted { $0.level < $1.level }
         let synchronous = self.stores.compactMap { $0 as? any SynchronousGetStore<E> }
         synchronousStores = synchronous.count == self.stores.count ? synchronous : nil
+        soleSynchronousStore = self.stores.count == 1 ? synchronous.first : nil
         let searching = self.stores.compactMap { $0 as? any SynchronousSearchStore<E> }
         synchronousSearchStores = searching.count == self.stores.count ? searching : nil
         remote = stores.lazy.compactMap { $0 as? any RemoteStoring<E> }.first
@@ -54,6 +57,12 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
     public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
         let access = try checkRead(context)
+        if let store = soleSynchronousStore, context.accessValidator == nil, effectiveSource(context, access) == .local,
+           !context.contract.shouldValidate(E.self) {
+            // Nothing to check after the read: the store's answer is returned as it comes, through no `E?` of this
+            // function (generic code looks `Optional<E>`'s metadata up at run time for each one, ~400 instructions).
+            do throws(StoreError) { return try store.getNow(identifier) } catch { throw .wrap(error) }
+        }
         let found: E?
         if let synchronousStores, effectiveSource(context, access) == .local {
             // Local stores that never suspend: no async frame per store (or for the dispatch).
