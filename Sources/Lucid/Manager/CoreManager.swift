@@ -56,13 +56,19 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// The entity with this identifier (by local, remote or both), or nil.
     /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
     public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
-        let access = try checkRead(context)
-        if let store = soleSynchronousStore, context.accessValidator == nil, effectiveSource(context, access) == .local,
+        if let store = soleSynchronousStore, context.accessValidator == nil, context.dataSource == .local,
            !context.contract.shouldValidate(E.self) {
-            // Nothing to check after the read: the store's answer is returned as it comes, through no `E?` of this
-            // function (generic code looks `Optional<E>`'s metadata up at run time for each one, ~400 instructions).
+            // Nothing to check before or after the read: the store's answer is returned as it comes. (This
+            // function holds no `E?`: generic code looks `Optional<E>`'s metadata up at run time for each one,
+            // about 330 instructions, and an async function does it on entry.)
             do throws(StoreError) { return try store.getNow(identifier) } catch { throw .wrap(error) }
         }
+        return try await checkedGet(identifier, context)
+    }
+
+    /// ``get(byID:in:)`` with its access checks, contract and any data source.
+    private func checkedGet(_ identifier: E.Identifier, _ context: ReadContext<E>) async throws(ManagerError) -> E? {
+        let access = try checkRead(context)
         let found: E?
         if let synchronousStores, effectiveSource(context, access) == .local {
             // Local stores that never suspend: no async frame per store (or for the dispatch).
