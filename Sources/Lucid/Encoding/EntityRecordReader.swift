@@ -18,15 +18,15 @@ import Foundation
 /// - Throws: `DecodingError` (`keyNotFound` for a missing key, `typeMismatch` for a value of another kind or out
 ///   of the type's range, `dataCorrupted` for malformed bytes).
 public struct EntityRecordReader {
-    private let reader: BinaryReader
+    let reader: BinaryReader
     /// Where the entry the next read looks at first starts (the one after the last entry read): the position
     /// of its key's length.
-    private var next = Self.firstEntry
+    var next = Self.firstEntry
     /// Every entry before this position has been walked (checked) and its key noted in `walkedKeys`; the entry
     /// there has not.
-    private var walked = Self.firstEntry
+    var walked = Self.firstEntry
     /// A Bloom filter of the keys of the entries before `walked` (one bit per key, see ``keyBit(_:)``).
-    private var walkedKeys = SIMD4<UInt64>()
+    var walkedKeys = SIMD4<UInt64>()
     /// Where the record's first entry starts: after the version byte and the keyed container's tag.
     private static var firstEntry: Int { 2 }
 
@@ -66,7 +66,7 @@ public struct EntityRecordReader {
     /// The bit of `walkedKeys` for key bytes `key` (from their length, first, second and last byte), as a
     /// word index and a mask.
     @inline(__always)
-    private static func keyBit(_ key: UnsafeBufferPointer<UInt8>) -> (word: Int, mask: UInt64) {
+    static func keyBit(_ key: UnsafeBufferPointer<UInt8>) -> (word: Int, mask: UInt64) {
         guard let first = key.first, let last = key.last else { return (0, 1) }
         let second = key.count > 1 ? key[1] : 0
         let print = UInt64(key.count) << 24 | UInt64(first) << 16 | UInt64(second) << 8 | UInt64(last)
@@ -76,7 +76,7 @@ public struct EntityRecordReader {
 
     /// Whether `walkedKeys` may hold the key of bit `bit`.
     @inline(__always)
-    private func mayHaveWalked(_ bit: (word: Int, mask: UInt64)) -> Bool { walkedKeys[bit.word] & bit.mask != 0 }
+    func mayHaveWalked(_ bit: (word: Int, mask: UInt64)) -> Bool { walkedKeys[bit.word] & bit.mask != 0 }
 
     /// Notes the entry whose key is at `key` and which ends at `end` as walked, if it is the first not walked.
     @inline(__always)
@@ -157,15 +157,18 @@ public struct EntityRecordReader {
 
     /// The `String` under `key`.
     public mutating func decode(_ type: String.Type, forKey key: StaticString) throws -> String {
-        try reader.decodeString(at: position(key), [RecordKey(key)])
+        if let value = cursorRead(key, BinaryReader.cursorString) { return value }
+        return try reader.decodeString(at: position(key), [RecordKey(key)])
     }
     /// The `Int` under `key`.
     public mutating func decode(_ type: Int.Type, forKey key: StaticString) throws -> Int {
-        try reader.decodeInteger(Int.self, at: position(key), [RecordKey(key)])
+        if let value = cursorRead(key, BinaryReader.cursorInt) { return value }
+        return try reader.decodeInteger(Int.self, at: position(key), [RecordKey(key)])
     }
     /// The `Int64` under `key`.
     public mutating func decode(_ type: Int64.Type, forKey key: StaticString) throws -> Int64 {
-        try reader.decodeInt64(at: position(key), [RecordKey(key)])
+        if let value = cursorRead(key, BinaryReader.cursorInt64) { return value }
+        return try reader.decodeInt64(at: position(key), [RecordKey(key)])
     }
     /// The `Int32` under `key`.
     public mutating func decode(_ type: Int32.Type, forKey key: StaticString) throws -> Int32 {
@@ -181,15 +184,18 @@ public struct EntityRecordReader {
     }
     /// The `Double` under `key`.
     public mutating func decode(_ type: Double.Type, forKey key: StaticString) throws -> Double {
-        try reader.decodeDouble(at: position(key), [RecordKey(key)])
+        if let value = cursorRead(key, BinaryReader.cursorDouble) { return value }
+        return try reader.decodeDouble(at: position(key), [RecordKey(key)])
     }
     /// The `Bool` under `key`.
     public mutating func decode(_ type: Bool.Type, forKey key: StaticString) throws -> Bool {
-        try reader.decodeBool(at: position(key), [RecordKey(key)])
+        if let value = cursorRead(key, BinaryReader.cursorBool) { return value }
+        return try reader.decodeBool(at: position(key), [RecordKey(key)])
     }
     /// The `Date` under `key` (as `Date`'s `Codable` form stores it).
     public mutating func decode(_ type: Date.Type, forKey key: StaticString) throws -> Date {
-        Date(timeIntervalSinceReferenceDate: try reader.decodeDouble(at: position(key), [RecordKey(key)]))
+        if let value = cursorRead(key, BinaryReader.cursorDouble) { return Date(timeIntervalSinceReferenceDate: value) }
+        return Date(timeIntervalSinceReferenceDate: try reader.decodeDouble(at: position(key), [RecordKey(key)]))
     }
 
     /// The identifier under `key` (its `Codable` form, `{local?, remote?}`). Inlinable, so that it is
@@ -216,23 +222,30 @@ public struct EntityRecordReader {
 
     /// The `String` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: String.Type, forKey key: StaticString) throws -> String? {
-        try presentPosition(key).map { try reader.decodeString(at: $0, [RecordKey(key)]) }
+        if let value = cursorRead(key, { BinaryReader.cursorOptional($0, $1, BinaryReader.cursorString) }) { return value }
+        return try presentPosition(key).map { try reader.decodeString(at: $0, [RecordKey(key)]) }
     }
     /// The `Int` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Int.Type, forKey key: StaticString) throws -> Int? {
-        try presentPosition(key).map { try reader.decodeInteger(Int.self, at: $0, [RecordKey(key)]) }
+        if let value = cursorRead(key, { BinaryReader.cursorOptional($0, $1, BinaryReader.cursorInt) }) { return value }
+        return try presentPosition(key).map { try reader.decodeInteger(Int.self, at: $0, [RecordKey(key)]) }
     }
     /// The `Double` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Double.Type, forKey key: StaticString) throws -> Double? {
-        try presentPosition(key).map { try reader.decodeDouble(at: $0, [RecordKey(key)]) }
+        if let value = cursorRead(key, { BinaryReader.cursorOptional($0, $1, BinaryReader.cursorDouble) }) { return value }
+        return try presentPosition(key).map { try reader.decodeDouble(at: $0, [RecordKey(key)]) }
     }
     /// The `Bool` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Bool.Type, forKey key: StaticString) throws -> Bool? {
-        try presentPosition(key).map { try reader.decodeBool(at: $0, [RecordKey(key)]) }
+        if let value = cursorRead(key, { BinaryReader.cursorOptional($0, $1, BinaryReader.cursorBool) }) { return value }
+        return try presentPosition(key).map { try reader.decodeBool(at: $0, [RecordKey(key)]) }
     }
     /// The `Date` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Date.Type, forKey key: StaticString) throws -> Date? {
-        try presentPosition(key).map {
+        if let value = cursorRead(key, { BinaryReader.cursorOptional($0, $1, BinaryReader.cursorDouble) }) {
+            return value.map(Date.init(timeIntervalSinceReferenceDate:))
+        }
+        return try presentPosition(key).map {
             Date(timeIntervalSinceReferenceDate: try reader.decodeDouble(at: $0, [RecordKey(key)]))
         }
     }
