@@ -6,7 +6,7 @@ extension Snapshot {
     func forEachEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
                       _ body: (IndexValue, UnsafeRawBufferPointer) throws -> Bool) rethrows {
         try forEachRawEntry(keyspace: keyspace, index: index, condition: condition, reverse: reverse) { term, key in
-            guard let (value, _) = IndexValue.decode(Array(term)[...]) else { return true }
+            guard let (value, _) = IndexValue.decode(term) else { return true }
             return try body(value, key)
         }
     }

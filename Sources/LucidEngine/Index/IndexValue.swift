@@ -93,6 +93,32 @@ public enum IndexValue: Sendable, Hashable, Comparable {
         }
     }
 
+    /// ``decode(_:)`` of bytes in place: the fixed-size values (null, bool, int, date, double) without copying
+    /// them, strings and identifiers through a copy. Index walks decode a term per entry. - Complexity: O(length).
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> (value: IndexValue, length: Int)? {
+        guard let first = bytes.first, let tag = Tag(rawValue: first) else { return nil }
+        switch tag {
+        case .null:
+            return (.null, 1)
+        case .bool:
+            guard bytes.count >= 2, bytes[1] <= 1 else { return nil }
+            return (.bool(bytes[1] == 1), 2)
+        case .int, .date, .double:
+            guard bytes.count >= 9 else { return nil }
+            let v = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 1, as: UInt64.self))
+            switch tag {
+            case .int: return (.int(Int64(bitPattern: v ^ (1 << 63))), 9)
+            case .date: return (.date(microsecondsSince1970: Int64(bitPattern: v ^ (1 << 63))), 9)
+            default:
+                let d = fromOrderedBits(v)
+                guard orderedBits(d) == v else { return nil }
+                return (.double(d), 9)
+            }
+        case .string, .identifier:
+            return decode(Array(bytes)[...])
+        }
+    }
+
     /// Whether `bytes` is exactly one valid encoding (what ``decode(_:)`` accepts, using all the bytes), checked
     /// without building the value: no allocation unless a string term holds an escaped zero byte.
     /// - Complexity: O(length).

@@ -268,4 +268,28 @@ struct IndexValueTests {
         }
         #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(10).joined(separator: "; "))")
     }
+
+    @Test("decoding in place (index walks) answers as decode does, for valid, truncated and foreign bytes")
+    func inPlaceDecodingMatches() {
+        let seed: UInt64 = 0x1DE5_0007
+        var rng = IndexTest.SplitMix64(seed: seed)
+        var samples: [[UInt8]] = Self.tricky.map(\.encoded)
+        samples += Self.tricky.map { $0.encoded + [0x00, 0x61] }
+        samples += Self.tricky.flatMap { value in (0..<value.encoded.count).map { Array(value.encoded.prefix($0)) } }
+        for _ in 0..<30_000 {
+            var bytes = rng.trickyBytes(rng.int(0...24))
+            if !bytes.isEmpty && rng.chance(0.8) { bytes[0] = UInt8(rng.int(0...8)) }
+            if rng.chance(0.3) { bytes += [0x00, 0x01] }
+            samples.append(bytes)
+        }
+        var failures: [String] = []
+        for bytes in samples {
+            let expected = IndexValue.decode(bytes[...])
+            let inPlace = bytes.withUnsafeBytes { IndexValue.decode($0) }
+            if inPlace?.value.encoded != expected?.value.encoded || inPlace?.length != expected?.length {
+                failures.append("[\(IndexTest.hex(bytes))]")
+            }
+        }
+        #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(10).joined(separator: "; "))")
+    }
 }
