@@ -150,15 +150,22 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// of the keyspace is decoded.
     ///
     /// The records are read whole in storage order (each page once, see ``Snapshot/recordTable(in:range:reverse:limit:)``),
-    /// then decoded in key order: a whole result is materialized anyway.
+    /// then decoded in key order: a whole result is materialized anyway. Without the filter, a large result is
+    /// decoded on several threads (``ParallelDecode``); with it, on this one (the filter's regexes are not shared
+    /// between threads).
     private func scan(reverse: Bool = false, limit: Int? = nil, filtering: Bool) throws(StoreError) -> [E] {
         let table: RecordTable
         do { table = try snapshot.recordTable(in: keyspace, reverse: reverse, limit: limit) } catch { throw .wrap(error) }
+        if !filtering {
+            let store = self.store
+            return try ParallelDecode.compactMap(count: table.count) { rank throws(StoreError) in
+                try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
+            }
+        }
         var out: [E] = []
-        out.reserveCapacity(filtering ? 0 : table.count)
         for rank in table.indices {
             let entity = try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
-            if !filtering || evaluator.matches(entity) { out.append(entity) }
+            if evaluator.matches(entity) { out.append(entity) }
         }
         return out
     }

@@ -1,0 +1,98 @@
+import Dispatch
+import Foundation
+
+/// Decoding the entities of a large result on several threads.
+///
+/// A full scan (`all()`, or a filter no index answers) reads every record of the keyspace in one pass over the
+/// pages and then decodes each one: on a million records the decoding is most of the time, and each record
+/// decodes independently of the others (``LocalEntity/decodeRecord(_:)`` is a pure function of the bytes). So a
+/// large result is cut into contiguous chunks decoded by `DispatchQueue.concurrentPerform` (the calling thread
+/// taking part) straight into the result's storage, and comes back in the same order, with the same error, as a
+/// loop would give.
+enum ParallelDecode {
+    /// Results with fewer records than this are decoded on the calling thread: handing work to other threads
+    /// costs some tens of microseconds.
+    static let minimumCount = 4096
+
+    /// Records per chunk at most, so that threads that finish early take more chunks.
+    static let chunkSize = 16_384
+
+    private static let processors = ProcessInfo.processInfo.activeProcessorCount
+
+    /// The non-nil `transform(i)` for `i` in `0 ..< count`, in order: `compactMap` over the indices, on several
+    /// threads when `count` is large. `transform` is called at most once per index, from any thread, at the same
+    /// time as other calls: it must only read what it shares. When some call throws, the error is that of the
+    /// smallest index that throws, as a loop would report, and every entity decoded is released.
+    ///
+    /// - Complexity: O(count) calls of `transform`, spread over the processors; the result's storage is allocated
+    ///   for `count` entities.
+    static func compactMap<E>(count: Int, _ transform: (Int) throws(StoreError) -> E?) throws(StoreError) -> [E] {
+        guard count >= minimumCount, processors > 1 else {
+            var out: [E] = []
+            out.reserveCapacity(count)
+            for i in 0 ..< count {
+                if let entity = try transform(i) { out.append(entity) }
+            }
+            return out
+        }
+        let chunks = (count + chunkSize - 1) / chunkSize
+        let size = (count + chunks - 1) / chunks
+        var kept = [Int](repeating: 0, count: chunks)
+        var failures = [StoreError?](repeating: nil, count: chunks)
+        var failure: StoreError?
+        let result = withoutActuallyEscaping(transform) { transform in
+            [E](unsafeUninitializedCapacity: count) { buffer, initialized in
+                kept.withUnsafeMutableBufferPointer { kept in
+                    failures.withUnsafeMutableBufferPointer { failures in
+                        let work = Work(base: buffer.baseAddress!, kept: kept, failures: failures, transform: transform)
+                        DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                            work.run(chunk: c, from: c * size, to: Swift.min(count, (c + 1) * size))
+                        }
+                    }
+                }
+                if let first = failures.firstIndex(where: { $0 != nil }) {
+                    for c in 0 ..< chunks { (buffer.baseAddress! + c * size).deinitialize(count: kept[c]) }
+                    failure = failures[first]
+                    initialized = 0
+                    return
+                }
+                // Close the gaps the chunks' filtered-out records left (regions may overlap: a move handles it).
+                var end = kept[0]
+                for c in 1 ..< chunks where kept[c] > 0 {
+                    (buffer.baseAddress! + end).moveInitialize(from: buffer.baseAddress! + c * size, count: kept[c])
+                    end += kept[c]
+                }
+                initialized = end
+            }
+        }
+        if let failure { throw failure }
+        return result
+    }
+
+    /// One scan's chunks and where their results go. `@unchecked Sendable`: each chunk writes only its own range
+    /// of the result and its own `kept` and `failures` slots, `transform` only reads what it shares (see
+    /// ``compactMap(count:_:)``), and nothing outlives the call.
+    private struct Work<E>: @unchecked Sendable {
+        let base: UnsafeMutablePointer<E>
+        let kept: UnsafeMutableBufferPointer<Int>
+        let failures: UnsafeMutableBufferPointer<StoreError?>
+        let transform: (Int) throws(StoreError) -> E?
+
+        /// Decodes `start ..< end` into the result from `start` on, the kept entities first; stops at an error.
+        func run(chunk c: Int, from start: Int, to end: Int) {
+            var n = 0
+            for i in start ..< end {
+                do throws(StoreError) {
+                    if let entity = try transform(i) {
+                        (base + start + n).initialize(to: entity)
+                        n += 1
+                    }
+                } catch {
+                    failures[c] = error
+                    break
+                }
+            }
+            kept[c] = n
+        }
+    }
+}

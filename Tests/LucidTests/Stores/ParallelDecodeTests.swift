@@ -1,0 +1,97 @@
+import Foundation
+@testable import Lucid
+import LucidEngine
+import Synchronization
+import Testing
+
+/// `ParallelDecode.compactMap` against a loop: the same entities in the same order, what `transform` drops left
+/// out, the error of the smallest failing index, and no entity leaked or released twice; and the disk store's
+/// full scans, which use it from `ParallelDecode.minimumCount` records on.
+@Suite("Parallel decoding of large results")
+struct ParallelDecodeTests {
+    /// Live instances of one test case (cases run concurrently).
+    final class Counter: Sendable {
+        let live = Atomic<Int>(0)
+        var value: Int { live.load(ordering: .relaxed) }
+    }
+
+    /// Counts its live instances, to catch an entity leaked or destroyed twice by the chunks' moves.
+    final class Tracked: Sendable {
+        let value: Int
+        let counter: Counter
+        init(_ value: Int, _ counter: Counter) {
+            self.value = value
+            self.counter = counter
+            counter.live.add(1, ordering: .relaxed)
+        }
+        deinit { counter.live.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Drops every seventh index and whole runs of 5,000 (a chunk may keep nothing).
+    static func keeps(_ i: Int) -> Bool { i % 7 != 3 && (i / 5_000) % 3 != 1 }
+
+    @Test("the loop's result, in order, across chunk boundaries and whole chunks filtered out",
+          arguments: [0, 1, 4_095, 4_096, 16_385, 70_001])
+    func sameAsLoop(count: Int) throws {
+        let counter = Counter()
+        let expected = (0 ..< count).filter(Self.keeps)
+        do {
+            let result = try ParallelDecode.compactMap(count: count) { i throws(StoreError) in
+                Self.keeps(i) ? Tracked(i, counter) : nil
+            }
+            #expect(result.map(\.value) == expected)
+            #expect(counter.value == result.count)
+        }
+        #expect(counter.value == 0, "every entity released once")
+    }
+
+    @Test("the error of the smallest failing index, nothing leaked", arguments: [
+        [4_000], [17_000], [69_999], [40_000, 20_000], [3, 50_000], [16_384, 16_383],
+    ])
+    func firstError(failing: [Int]) {
+        let count = 70_000
+        let smallest = failing.min()!
+        let failingSet = Set(failing)
+        let counter = Counter()
+        do {
+            _ = try ParallelDecode.compactMap(count: count) { i throws(StoreError) -> Tracked? in
+                if failingSet.contains(i) { throw .undecodableEntity(keyspace: "k", key: [UInt8(i % 256)], detail: "\(i)") }
+                return Tracked(i, counter)
+            }
+            Issue.record("no error")
+        } catch {
+            guard case .undecodableEntity(_, _, let detail) = error else { Issue.record("\(error)"); return }
+            #expect(detail == "\(smallest)")
+        }
+        #expect(counter.value == 0, "every decoded entity released")
+    }
+
+    @Test("a full scan of a large store: every entity in key order; a bad record late in it fails the scan with its key")
+    func largeScan() async throws {
+        let temp = try TemporaryStore()
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 0)
+        let count = ParallelDecode.minimumCount * 3 + 17
+        // Written in a shuffled order: the scan reads in storage order and must still answer in key order.
+        var order = Array(1 ... count)
+        var rng = SystemRandomNumberGenerator()
+        order.shuffle(using: &rng)
+        for start in stride(from: 0, to: count, by: 1_000) {
+            _ = try await store.set(order[start ..< min(count, start + 1_000)].map { Book.remote($0, "t\($0)") })
+        }
+        let all = try await store.search(.all)
+        #expect(all.entities.map(\.identifier) == (1 ... count).map { Book.Identifier.remote($0) })
+        #expect(all.entities.allSatisfy { $0.title == "t\($0.identifier.remoteValue!)" })
+
+        let bad = Book.remote(count - 100, "x")
+        var batch = WriteBatch()
+        batch.put([1, 0xEE, 0xEE], forKey: bad.identifier.storageKey, in: store.keyspace)
+        try temp.engine.commitAndWait(batch)
+        do {
+            _ = try await store.search(.all)
+            Issue.record("the bad record was read")
+        } catch {
+            guard case .undecodableEntity(_, let key, _) = error else { Issue.record("\(error)"); return }
+            #expect(key == bad.identifier.storageKey)
+        }
+    }
+}
