@@ -58,16 +58,16 @@ public protocol LocalEntity: Entity, Codable {
     func encodeRecord() throws -> [UInt8]
     /// The entity a disk record holds (see ``encodeRecord()``). - Throws: `DecodingError`.
     static func decodeRecord(_ bytes: [UInt8]) throws -> Self
-    /// `identifier.storageKey`, the disk store's key for it. Implemented by Lucid; do not implement it. It is a
-    /// requirement so that it runs specialized for the entity type: the library's generic code, calling the
-    /// identifier's own property, would check the identifier type's metadata at run time on every read (about
-    /// 360 instructions). O(key length), one allocation.
-    static func storageKey(of identifier: Identifier) -> [UInt8]
+    /// `identifier.storageKey`, the disk store's key for it. An implementation detail (hence the underscore):
+    /// implemented by Lucid, do not implement it. It is a requirement so that it runs specialized for the entity
+    /// type: the library's generic code, calling the identifier's own property, would check the identifier type's
+    /// metadata at run time on every read (about 360 instructions). O(key length), one allocation.
+    static func _storageKey(of identifier: Identifier) -> [UInt8]
 }
 
 extension LocalEntity {
     @inlinable
-    public static func storageKey(of identifier: Identifier) -> [UInt8] { identifier.storageKey }
+    public static func _storageKey(of identifier: Identifier) -> [UInt8] { identifier.storageKey }
     public func merging(_ updated: Self) -> Self { updated }
     public func shouldOverwrite(with updated: Self) -> Bool { updated != self }
 }

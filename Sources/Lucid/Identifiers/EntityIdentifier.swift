@@ -83,7 +83,7 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
     }
 
     /// The key under which the disk store keeps the entity: `r` + remote bytes, or `l` + local UTF-8.
-    public var storageKey: [UInt8] { RemoteValue.storageKey(remote: remoteValue, local: localValue) }
+    public var storageKey: [UInt8] { RemoteValue._storageKey(remote: remoteValue, local: localValue) }
 
     public var description: String {
         switch (localValue, remoteValue) {

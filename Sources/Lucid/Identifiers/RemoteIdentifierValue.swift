@@ -11,16 +11,17 @@ public protocol RemoteIdentifierValue: Hashable, Comparable, Codable, Sendable, 
     associatedtype HashKey: Hashable & Sendable
     /// This value's ``HashKey``.
     var hashKey: HashKey { get }
-    /// The disk store's key for an identifier with these halves (``EntityIdentifier/storageKey``). Do not
-    /// implement it: the default is the only correct one. It is a requirement so that it runs specialized for the
-    /// concrete type: in the library's generic code, reading the `Self?` half would look `Optional<Self>`'s
-    /// metadata up at run time on every read (about 450 instructions). O(key length), one allocation.
-    static func storageKey(remote: Self?, local: String?) -> [UInt8]
+    /// The disk store's key for an identifier with these halves (``EntityIdentifier/storageKey``). An
+    /// implementation detail (hence the underscore): do not implement it, the default is the only correct one. It
+    /// is a requirement so that it runs specialized for the concrete type: in the library's generic code, reading
+    /// the `Self?` half would look `Optional<Self>`'s metadata up at run time on every read (about 450
+    /// instructions). O(key length), one allocation.
+    static func _storageKey(remote: Self?, local: String?) -> [UInt8]
 }
 
 extension RemoteIdentifierValue {
     @inlinable
-    public static func storageKey(remote: Self?, local: String?) -> [UInt8] {
+    public static func _storageKey(remote: Self?, local: String?) -> [UInt8] {
         var key: [UInt8] = []
         switch remote {
         case .some(let value):

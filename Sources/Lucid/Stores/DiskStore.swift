@@ -62,7 +62,7 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// metadata up at run time, about 300 instructions.)
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
         let snapshot = try openSnapshot()
-        let key = E.storageKey(of: identifier)
+        let key = E._storageKey(of: identifier)
         let cacheKey = EntityCacheKey(key)
         let probe = cache.probe(cacheKey, at: snapshot.sequence)
         if probe.current, let box = probe.box { return try cached(box) }
