@@ -90,42 +90,89 @@ extension BinaryReader {
     /// is repaired (replacement characters), as there.
     @inline(__always)
     func quickString(at position: Int) -> String? {
-        bytes.withUnsafeBufferPointer { buffer in
-            guard position < buffer.count, buffer[position] == EntityCodec.Tag.string.rawValue else { return nil }
-            var p = position + 1
-            guard let n = Self.quickVarint(buffer, &p), n <= UInt64(buffer.count - p) else { return nil }
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[p..<(p + Int(n))]), as: UTF8.self)
-        }
+        bytes.withUnsafeBufferPointer { Self.readString($0, position)?.value }
     }
 
     /// The `Int64` at `position` (an `int`, or a `uint` up to `Int64.max`), or nil where ``decodeInt64(at:_:)``'s
     /// checked path would throw.
     @inline(__always)
     func quickInt64(at position: Int) -> Int64? {
-        bytes.withUnsafeBufferPointer { buffer in
-            guard position < buffer.count else { return nil }
-            var p = position + 1
-            switch buffer[position] {
-            case EntityCodec.Tag.int.rawValue:
-                guard let raw = Self.quickVarint(buffer, &p) else { return nil }
-                return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
-            case EntityCodec.Tag.uint.rawValue:
-                guard let raw = Self.quickVarint(buffer, &p), raw <= UInt64(Int64.max) else { return nil }
-                return Int64(raw)
-            default: return nil
-            }
-        }
+        bytes.withUnsafeBufferPointer { Self.readInt64($0, position)?.value }
     }
 
     /// The `double` at `position`, or nil for any other value or where ``decodeDouble(at:_:)`` would throw.
     @inline(__always)
     func quickDouble(at position: Int) -> Double? {
-        bytes.withUnsafeBufferPointer { buffer in
-            guard position < buffer.count, buffer[position] == EntityCodec.Tag.double.rawValue,
-                  8 <= buffer.count - (position + 1) else { return nil }
-            let raw = UnsafeRawPointer(buffer.baseAddress! + position + 1).loadUnaligned(as: UInt64.self)
-            return Double(bitPattern: UInt64(littleEndian: raw))
+        bytes.withUnsafeBufferPointer { Self.readDouble($0, position)?.value }
+    }
+
+    // MARK: Values with their end
+
+    // Each reads one well-formed value of its type at `position` in `buffer` and gives it with the position just
+    // past it (where ``quickValueEnd(_:at:depth:)`` puts the end), or nil wherever the checked read would answer
+    // otherwise (another tag, truncated bytes, out of range).
+
+    /// A `string` value.
+    @inline(__always)
+    static func readString(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: String, end: Int)? {
+        guard position < buffer.count, buffer[position] == EntityCodec.Tag.string.rawValue else { return nil }
+        var p = position + 1
+        guard let n = quickVarint(buffer, &p), n <= UInt64(buffer.count - p) else { return nil }
+        let end = p + Int(n)
+        return (String(decoding: UnsafeBufferPointer(rebasing: buffer[p ..< end]), as: UTF8.self), end)
+    }
+
+    /// An `int`, or a `uint` up to `Int64.max`, as ``decodeInt64(at:_:)`` reads it.
+    @inline(__always)
+    static func readInt64(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Int64, end: Int)? {
+        guard position < buffer.count else { return nil }
+        var p = position + 1
+        switch buffer[position] {
+        case EntityCodec.Tag.int.rawValue:
+            guard let raw = quickVarint(buffer, &p) else { return nil }
+            return (Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1), p)
+        case EntityCodec.Tag.uint.rawValue:
+            guard let raw = quickVarint(buffer, &p), raw <= UInt64(Int64.max) else { return nil }
+            return (Int64(raw), p)
+        default: return nil
         }
+    }
+
+    /// An `Int` (``readInt64(_:_:)`` where it fits, as ``decodeInteger(_:at:_:)`` reads it).
+    @inline(__always)
+    static func readInt(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Int, end: Int)? {
+        guard let (value, end) = readInt64(buffer, position), let int = Int(exactly: value) else { return nil }
+        return (int, end)
+    }
+
+    /// A `double` (the only tag ``decodeDouble(at:_:)`` reads without converting).
+    @inline(__always)
+    static func readDouble(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Double, end: Int)? {
+        guard position < buffer.count, buffer[position] == EntityCodec.Tag.double.rawValue,
+              8 <= buffer.count - (position + 1) else { return nil }
+        let raw = UnsafeRawPointer(buffer.baseAddress! + position + 1).loadUnaligned(as: UInt64.self)
+        return (Double(bitPattern: UInt64(littleEndian: raw)), position + 9)
+    }
+
+    /// A `true` or `false`.
+    @inline(__always)
+    static func readBool(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Bool, end: Int)? {
+        guard position < buffer.count else { return nil }
+        switch buffer[position] {
+        case EntityCodec.Tag.trueValue.rawValue: return (true, position + 1)
+        case EntityCodec.Tag.falseValue.rawValue: return (false, position + 1)
+        default: return nil
+        }
+    }
+
+    /// A null (nil) or what `read` reads, for `decodeIfPresent`.
+    @inline(__always)
+    static func readOptional<T>(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int,
+                                _ read: (UnsafeBufferPointer<UInt8>, Int) -> (value: T, end: Int)?) -> (value: T?, end: Int)? {
+        guard position < buffer.count else { return nil }
+        if buffer[position] == EntityCodec.Tag.null.rawValue { return (nil, position + 1) }
+        guard let (value, end) = read(buffer, position) else { return nil }
+        return (value, end)
     }
 
     /// Whether the value at `position` is null, or nil where ``isNil(at:_:)`` would throw (no byte there, or not a

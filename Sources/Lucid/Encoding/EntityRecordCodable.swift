@@ -25,7 +25,8 @@
 public protocol EntityRecordCodable: LocalEntity {
     /// Writes this entity's properties into `record`. - Throws: what a generic `encode` of `record` throws.
     func encode(to record: inout EntityRecordWriter) throws
-    /// Reads an entity from `record`. - Throws: `DecodingError`, as `init(from: Decoder)` would.
+    /// Reads an entity from `record`. A large scan calls it on several threads at once (for different records):
+    /// it must not share mutable state. - Throws: `DecodingError`, as `init(from: Decoder)` would.
     init(from record: inout EntityRecordReader) throws
 }
 

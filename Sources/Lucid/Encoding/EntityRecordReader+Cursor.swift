@@ -4,8 +4,9 @@
 /// ``EntityRecordReader/find(_:)`` followed by the value's read parses each value twice (once to find where it
 /// ends, once to read it), through two calls and an optional position; here one pass over the bytes checks the
 /// key, reads the value and finds its end, and the cursor moves exactly as `find` moves it. Anything else (another
-/// key there, a key that may have been walked already, another type, a null, malformed bytes) changes nothing and
-/// answers nil; the caller then takes the general path, which gives the same result or error as before.
+/// key there, a key that may have been walked already, another type, a null where a value is required, malformed
+/// bytes) changes nothing and answers nil; the caller then takes the general path, which gives the same result or
+/// error as before. (`decodeIfPresent` reads a null at the cursor as nil.)
 extension EntityRecordReader {
     /// `read(buffer, valuePosition)` on the value of the entry at the cursor when that entry is `key`'s and `key`
     /// cannot have been walked before; when `read` gives the value and the position just past it, the entry is
@@ -18,16 +19,7 @@ extension EntityRecordReader {
         guard !mayHaveWalked(bit) else { return nil }
         let start = next
         let found: (value: T, end: Int)? = reader.bytes.withUnsafeBufferPointer { buffer in
-            var p = start
-            guard let keyLength = BinaryReader.quickVarint(buffer, &p), keyLength != 0,
-                  keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
-            let valuePosition = p + Int(keyLength - 1)
-            let same = key.withUTF8Buffer { name in
-                name.count == valuePosition - p
-                    && (name.isEmpty || bytesEqual(buffer.baseAddress! + p, name.baseAddress!, count: name.count))
-            }
-            guard same else { return nil }
-            return read(buffer, valuePosition)
+            Self.valuePosition(buffer, ofEntryAt: start, key: key).flatMap { read(buffer, $0) }
         }
         guard let found else { return nil }
         walkedKeys[bit.word] |= bit.mask
@@ -37,70 +29,19 @@ extension EntityRecordReader {
     }
 }
 
-/// The value reads of the cursor path: each reads one well-formed value of its type at `position` and gives it
-/// with the position just past it (where ``BinaryReader/quickValueEnd(_:at:depth:)`` puts the end), or nil
-/// wherever the checked read would answer otherwise (another tag, truncated bytes, out of range).
-extension BinaryReader {
-    /// A `string` value.
+extension EntityRecordReader {
+    /// The value position of the entry at `entry` in `buffer` when its key is `key`, else nil (also for the
+    /// record's end, or a key running past the bytes).
     @inline(__always)
-    static func cursorString(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: String, end: Int)? {
-        guard position < buffer.count, buffer[position] == EntityCodec.Tag.string.rawValue else { return nil }
-        var p = position + 1
-        guard let n = quickVarint(buffer, &p), n <= UInt64(buffer.count - p) else { return nil }
-        let end = p + Int(n)
-        return (String(decoding: UnsafeBufferPointer(rebasing: buffer[p ..< end]), as: UTF8.self), end)
-    }
-
-    /// An `int`, or a `uint` up to `Int64.max`, as ``decodeInt64(at:_:)`` reads it.
-    @inline(__always)
-    static func cursorInt64(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Int64, end: Int)? {
-        guard position < buffer.count else { return nil }
-        var p = position + 1
-        switch buffer[position] {
-        case EntityCodec.Tag.int.rawValue:
-            guard let raw = quickVarint(buffer, &p) else { return nil }
-            return (Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1), p)
-        case EntityCodec.Tag.uint.rawValue:
-            guard let raw = quickVarint(buffer, &p), raw <= UInt64(Int64.max) else { return nil }
-            return (Int64(raw), p)
-        default: return nil
+    static func valuePosition(_ buffer: UnsafeBufferPointer<UInt8>, ofEntryAt entry: Int, key: StaticString) -> Int? {
+        var p = entry
+        guard let keyLength = BinaryReader.quickVarint(buffer, &p), keyLength != 0,
+              keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
+        let value = p + Int(keyLength - 1)
+        let same = key.withUTF8Buffer { name in
+            name.count == value - p
+                && (name.isEmpty || bytesEqual(buffer.baseAddress! + p, name.baseAddress!, count: name.count))
         }
-    }
-
-    /// An `Int` (``cursorInt64(_:_:)`` where it fits, as ``decodeInteger(_:at:_:)`` reads it).
-    @inline(__always)
-    static func cursorInt(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Int, end: Int)? {
-        guard let (value, end) = cursorInt64(buffer, position), let int = Int(exactly: value) else { return nil }
-        return (int, end)
-    }
-
-    /// A `double` (the only tag ``decodeDouble(at:_:)`` reads without converting).
-    @inline(__always)
-    static func cursorDouble(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Double, end: Int)? {
-        guard position < buffer.count, buffer[position] == EntityCodec.Tag.double.rawValue,
-              8 <= buffer.count - (position + 1) else { return nil }
-        let raw = UnsafeRawPointer(buffer.baseAddress! + position + 1).loadUnaligned(as: UInt64.self)
-        return (Double(bitPattern: UInt64(littleEndian: raw)), position + 9)
-    }
-
-    /// A null (nil) or what `read` reads, for `decodeIfPresent`.
-    @inline(__always)
-    static func cursorOptional<T>(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int,
-                                  _ read: (UnsafeBufferPointer<UInt8>, Int) -> (value: T, end: Int)?) -> (value: T?, end: Int)? {
-        guard position < buffer.count else { return nil }
-        if buffer[position] == EntityCodec.Tag.null.rawValue { return (nil, position + 1) }
-        guard let (value, end) = read(buffer, position) else { return nil }
-        return (value, end)
-    }
-
-    /// A `true` or `false`.
-    @inline(__always)
-    static func cursorBool(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Bool, end: Int)? {
-        guard position < buffer.count else { return nil }
-        switch buffer[position] {
-        case EntityCodec.Tag.trueValue.rawValue: return (true, position + 1)
-        case EntityCodec.Tag.falseValue.rawValue: return (false, position + 1)
-        default: return nil
-        }
+        return same ? value : nil
     }
 }

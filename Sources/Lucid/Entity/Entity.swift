@@ -56,7 +56,9 @@ public protocol LocalEntity: Entity, Codable {
     /// ``EntityRecordCodable/encode(to:)`` when the entity conforms to ``EntityRecordCodable``.
     /// - Throws: `EncodingError`.
     func encodeRecord() throws -> [UInt8]
-    /// The entity a disk record holds (see ``encodeRecord()``). - Throws: `DecodingError`.
+    /// The entity a disk record holds (see ``encodeRecord()``). A large scan decodes records on several threads at
+    /// once: decoding (a hand-written ``EntityRecordCodable/init(from:)`` or `init(from: Decoder)`) must not
+    /// share mutable state. - Throws: `DecodingError`.
     static func decodeRecord(_ bytes: [UInt8]) throws -> Self
     /// `identifier.storageKey`, the disk store's key for it. An implementation detail (hence the underscore):
     /// implemented by Lucid, do not implement it. It is a requirement so that it runs specialized for the entity

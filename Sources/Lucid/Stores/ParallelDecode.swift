@@ -3,12 +3,12 @@ import Foundation
 
 /// Decoding the entities of a large result on several threads.
 ///
-/// A full scan (`all()`, or a filter no index answers) reads every record of the keyspace in one pass over the
-/// pages and then decodes each one: on a million records the decoding is most of the time, and each record
-/// decodes independently of the others (``LocalEntity/decodeRecord(_:)`` is a pure function of the bytes). So a
-/// large result is cut into contiguous chunks decoded by `DispatchQueue.concurrentPerform` (the calling thread
-/// taking part) straight into the result's storage, and comes back in the same order, with the same error, as a
-/// loop would give.
+/// An unfiltered full scan (`all()`, a query whose only condition is an order or a window) reads every record of
+/// the keyspace in one pass over the pages and then decodes each one: on a million records the decoding is most
+/// of the time, and each record decodes independently of the others (``LocalEntity/decodeRecord(_:)`` is a pure
+/// function of the bytes). So a large result is cut into contiguous chunks, at least one per processor, decoded
+/// by `DispatchQueue.concurrentPerform` (the calling thread taking part) straight into the result's storage, and
+/// comes back in the same order, with the same error, as a loop would give.
 enum ParallelDecode {
     /// Results with fewer records than this are decoded on the calling thread: handing work to other threads
     /// costs some tens of microseconds.
@@ -16,6 +16,9 @@ enum ParallelDecode {
 
     /// Records per chunk at most, so that threads that finish early take more chunks.
     static let chunkSize = 16_384
+
+    /// Records per chunk at least, when a result is cut into one chunk per processor.
+    static let minimumChunk = 1_024
 
     private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
@@ -26,7 +29,8 @@ enum ParallelDecode {
     ///
     /// - Complexity: O(count) calls of `transform`, spread over the processors; the result's storage is allocated
     ///   for `count` entities.
-    static func compactMap<E>(count: Int, _ transform: (Int) throws(StoreError) -> E?) throws(StoreError) -> [E] {
+    static func compactMap<E: Sendable>(count: Int,
+                                        _ transform: @Sendable (Int) throws(StoreError) -> E?) throws(StoreError) -> [E] {
         guard count >= minimumCount, processors > 1 else {
             var out: [E] = []
             out.reserveCapacity(count)
@@ -35,8 +39,9 @@ enum ParallelDecode {
             }
             return out
         }
-        let chunks = (count + chunkSize - 1) / chunkSize
-        let size = (count + chunks - 1) / chunks
+        // One chunk per processor at least, of chunkSize records at most; chunk c is start(c) ..< start(c + 1).
+        let chunks = Swift.max((count + chunkSize - 1) / chunkSize, Swift.min(processors, count / minimumChunk))
+        @Sendable func start(_ c: Int) -> Int { c * count / chunks }
         var kept = [Int](repeating: 0, count: chunks)
         var failures = [StoreError?](repeating: nil, count: chunks)
         var failure: StoreError?
@@ -46,12 +51,12 @@ enum ParallelDecode {
                     failures.withUnsafeMutableBufferPointer { failures in
                         let work = Work(base: buffer.baseAddress!, kept: kept, failures: failures, transform: transform)
                         DispatchQueue.concurrentPerform(iterations: chunks) { c in
-                            work.run(chunk: c, from: c * size, to: Swift.min(count, (c + 1) * size))
+                            work.run(chunk: c, from: start(c), to: start(c + 1))
                         }
                     }
                 }
                 if let first = failures.firstIndex(where: { $0 != nil }) {
-                    for c in 0 ..< chunks { (buffer.baseAddress! + c * size).deinitialize(count: kept[c]) }
+                    for c in 0 ..< chunks { (buffer.baseAddress! + start(c)).deinitialize(count: kept[c]) }
                     failure = failures[first]
                     initialized = 0
                     return
@@ -59,7 +64,7 @@ enum ParallelDecode {
                 // Close the gaps the chunks' filtered-out records left (regions may overlap: a move handles it).
                 var end = kept[0]
                 for c in 1 ..< chunks where kept[c] > 0 {
-                    (buffer.baseAddress! + end).moveInitialize(from: buffer.baseAddress! + c * size, count: kept[c])
+                    (buffer.baseAddress! + end).moveInitialize(from: buffer.baseAddress! + start(c), count: kept[c])
                     end += kept[c]
                 }
                 initialized = end
@@ -69,14 +74,14 @@ enum ParallelDecode {
         return result
     }
 
-    /// One scan's chunks and where their results go. `@unchecked Sendable`: each chunk writes only its own range
-    /// of the result and its own `kept` and `failures` slots, `transform` only reads what it shares (see
-    /// ``compactMap(count:_:)``), and nothing outlives the call.
-    private struct Work<E>: @unchecked Sendable {
+    /// One scan's chunks and where their results go. `@unchecked Sendable` for the pointers only: each chunk
+    /// writes only its own range of the result and its own `kept` and `failures` slots, and nothing outlives the
+    /// call (`transform` is `@Sendable`).
+    private struct Work<E: Sendable>: @unchecked Sendable {
         let base: UnsafeMutablePointer<E>
         let kept: UnsafeMutableBufferPointer<Int>
         let failures: UnsafeMutableBufferPointer<StoreError?>
-        let transform: (Int) throws(StoreError) -> E?
+        let transform: @Sendable (Int) throws(StoreError) -> E?
 
         /// Decodes `start ..< end` into the result from `start` on, the kept entities first; stops at an error.
         func run(chunk c: Int, from start: Int, to end: Int) {

@@ -65,36 +65,20 @@ public enum IndexValue: Sendable, Hashable, Comparable {
     /// bytes are not a valid encoding.
     public static func decode(_ bytes: ArraySlice<UInt8>) -> (value: IndexValue, length: Int)? {
         guard let first = bytes.first, let tag = Tag(rawValue: first) else { return nil }
-        let body = bytes.dropFirst()
         switch tag {
-        case .null:
-            return (.null, 1)
-        case .bool:
-            guard let b = body.first, b <= 1 else { return nil }
-            return (.bool(b == 1), 2)
-        case .int, .date, .double:
-            guard body.count >= 8 else { return nil }
-            var v: UInt64 = 0
-            for byte in body.prefix(8) { v = v << 8 | UInt64(byte) }
-            switch tag {
-            case .int: return (.int(Int64(bitPattern: v ^ (1 << 63))), 9)
-            case .date: return (.date(microsecondsSince1970: Int64(bitPattern: v ^ (1 << 63))), 9)
-            default:
-                let d = fromOrderedBits(v)
-                // Only the canonical encodings are valid (one NaN, no -0.0).
-                guard orderedBits(d) == v else { return nil }
-                return (.double(d), 9)
-            }
         case .string, .identifier:
-            guard let (raw, used) = unescape(body) else { return nil }
+            guard let (raw, used) = unescape(bytes.dropFirst()) else { return nil }
             if tag == .identifier { return (.identifier(raw), used + 1) }
             guard let s = String(validating: raw, as: UTF8.self) else { return nil }
             return (.string(s), used + 1)
+        case .null, .bool, .int, .date, .double:
+            return bytes.withUnsafeBytes { decode($0) }
         }
     }
 
     /// ``decode(_:)`` of bytes in place: the fixed-size values (null, bool, int, date, double) without copying
-    /// them, strings and identifiers through a copy. Index walks decode a term per entry. - Complexity: O(length).
+    /// them (the one decoding of those), strings and identifiers through a copy. Index walks decode a term per
+    /// entry. - Complexity: O(length).
     static func decode(_ bytes: UnsafeRawBufferPointer) -> (value: IndexValue, length: Int)? {
         guard let first = bytes.first, let tag = Tag(rawValue: first) else { return nil }
         switch tag {
@@ -111,6 +95,7 @@ public enum IndexValue: Sendable, Hashable, Comparable {
             case .date: return (.date(microsecondsSince1970: Int64(bitPattern: v ^ (1 << 63))), 9)
             default:
                 let d = fromOrderedBits(v)
+                // Only the canonical encodings are valid (one NaN, no -0.0).
                 guard orderedBits(d) == v else { return nil }
                 return (.double(d), 9)
             }

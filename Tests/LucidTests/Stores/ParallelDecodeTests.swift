@@ -27,8 +27,8 @@ struct ParallelDecodeTests {
         deinit { counter.live.subtract(1, ordering: .relaxed) }
     }
 
-    /// Drops every seventh index and whole runs of 5,000 (a chunk may keep nothing).
-    static func keeps(_ i: Int) -> Bool { i % 7 != 3 && (i / 5_000) % 3 != 1 }
+    /// Drops every seventh index and whole runs of 15,000 (the second chunk of 70,001 keeps nothing).
+    static func keeps(_ i: Int) -> Bool { i % 7 != 3 && (i / 15_000) % 3 != 1 }
 
     @Test("the loop's result, in order, across chunk boundaries and whole chunks filtered out",
           arguments: [0, 1, 4_095, 4_096, 16_385, 70_001])
@@ -43,6 +43,29 @@ struct ParallelDecodeTests {
             #expect(counter.value == result.count)
         }
         #expect(counter.value == 0, "every entity released once")
+    }
+
+    /// The threads that called a transform.
+    final class Threads: Sendable {
+        let seen = Mutex<Set<UInt>>([])
+        var count: Int { seen.withLock { $0.count } }
+        func note() { seen.withLock { _ = $0.insert(UInt(pthread_self())) } }
+    }
+
+    @Test("from minimumCount records, on more than one thread",
+          .enabled(if: ProcessInfo.processInfo.activeProcessorCount > 1))
+    func parallelFromMinimumCount() throws {
+        let threads = Threads()
+        let count = ParallelDecode.minimumCount   // fewer than chunkSize records: still one chunk per processor
+        let result = try ParallelDecode.compactMap(count: count) { i throws(StoreError) -> Int? in
+            threads.note()
+            if i == 0 {   // up to 5 s for another thread to take a chunk
+                for _ in 0 ..< 5_000 where threads.count < 2 { usleep(1_000) }
+            }
+            return i
+        }
+        #expect(result == Array(0 ..< count))
+        #expect(threads.count > 1, "decoded on one thread only")
     }
 
     @Test("the error of the smallest failing index, nothing leaked", arguments: [
