@@ -249,19 +249,27 @@ struct IndexValueTests {
         #expect(accepted > 1000, "seed \(seed): the generator should also produce valid encodings (\(accepted))")
     }
 
-    @Test("isValidEncoding (the batch check) accepts exactly the terms that decode whole")
-    func validationMatchesDecoding() {
-        let seed: UInt64 = 0x1DE5_0006
+    /// Byte strings around the valid encodings: every tricky value's encoding, with `trailing` after it, and cut
+    /// short at every length, then 30,000 random strings from `seed` (mostly with a tag byte first, some with a
+    /// string terminator after).
+    static func samples(seed: UInt64, trailing: [UInt8]) -> [[UInt8]] {
         var rng = IndexTest.SplitMix64(seed: seed)
-        var samples: [[UInt8]] = Self.tricky.map(\.encoded)
-        samples += Self.tricky.map { $0.encoded + [0x00] }
-        samples += Self.tricky.flatMap { value in (0..<value.encoded.count).map { Array(value.encoded.prefix($0)) } }
+        var samples: [[UInt8]] = tricky.map(\.encoded)
+        samples += tricky.map { $0.encoded + trailing }
+        samples += tricky.flatMap { value in (0..<value.encoded.count).map { Array(value.encoded.prefix($0)) } }
         for _ in 0..<30_000 {
             var bytes = rng.trickyBytes(rng.int(0...24))
             if !bytes.isEmpty && rng.chance(0.8) { bytes[0] = UInt8(rng.int(0...8)) }
             if rng.chance(0.3) { bytes += [0x00, 0x01] }
             samples.append(bytes)
         }
+        return samples
+    }
+
+    @Test("isValidEncoding (the batch check) accepts exactly the terms that decode whole")
+    func validationMatchesDecoding() {
+        let seed: UInt64 = 0x1DE5_0006
+        let samples = Self.samples(seed: seed, trailing: [0x00])
         var failures: [String] = []
         for bytes in samples where IndexValue.isValidEncoding(bytes) != (IndexTerm(index: "i", term: bytes).value != nil) {
             failures.append("[\(IndexTest.hex(bytes))]")
@@ -272,16 +280,7 @@ struct IndexValueTests {
     @Test("decoding in place (index walks) answers as decode does, for valid, truncated and foreign bytes")
     func inPlaceDecodingMatches() {
         let seed: UInt64 = 0x1DE5_0007
-        var rng = IndexTest.SplitMix64(seed: seed)
-        var samples: [[UInt8]] = Self.tricky.map(\.encoded)
-        samples += Self.tricky.map { $0.encoded + [0x00, 0x61] }
-        samples += Self.tricky.flatMap { value in (0..<value.encoded.count).map { Array(value.encoded.prefix($0)) } }
-        for _ in 0..<30_000 {
-            var bytes = rng.trickyBytes(rng.int(0...24))
-            if !bytes.isEmpty && rng.chance(0.8) { bytes[0] = UInt8(rng.int(0...8)) }
-            if rng.chance(0.3) { bytes += [0x00, 0x01] }
-            samples.append(bytes)
-        }
+        let samples = Self.samples(seed: seed, trailing: [0x00, 0x61])
         var failures: [String] = []
         for bytes in samples {
             let expected = IndexValue.decode(bytes[...])
