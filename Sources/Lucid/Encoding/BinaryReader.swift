@@ -117,7 +117,7 @@ struct KeyedEntry {
     var value: Int
 }
 
-// MARK: Identifiers (for EntityRecordReader's identifier read)
+// MARK: Identifiers (for EntityRecordReader's identifier read and EntityIdentifier's binary decoding)
 
 extension BinaryReader {
     /// The parts of the identifier whose keyed container starts at `position`, as `EntityIdentifier.init(from:)`
@@ -143,9 +143,12 @@ extension BinaryReader {
             else if remote == nil, isKey(key, "remote") { remote = p }
             p = try valueEnd(at: p, depth: depth + 1, codingPath())
         }
+        // Read as the keyed container reads them: errors name the entry's key after the container's path.
         var localValue: String?
-        if let local, try !isNil(at: local, codingPath()) { localValue = try decodeString(at: local, codingPath()) }
-        if let r = remote, try isNil(at: r, codingPath()) { remote = nil }
+        if let local, try !isNil(at: local, codingPath() + [RecordKey("local")]) {
+            localValue = try decodeString(at: local, codingPath() + [RecordKey("local")])
+        }
+        if let r = remote, try isNil(at: r, codingPath() + [RecordKey("remote")]) { remote = nil }
         return (localValue, remote)
     }
 

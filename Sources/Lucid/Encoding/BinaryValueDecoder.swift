@@ -19,6 +19,25 @@ struct BinaryValueDecoder: Decoder {
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
         SingleValueBinaryDecodingContainer(reader: reader, position: position, codingPath: codingPath)
     }
+
+    /// The identifier stored here, read as `EntityIdentifier.init(from:)` reads it through a keyed container
+    /// (the first `local` and `remote` entries, null as absent, the same errors with the same coding paths),
+    /// without building one: no container box, entry table or generic metadata lookups.
+    func decodeIdentifier<Owner, RemoteValue>(
+        _ type: EntityIdentifier<Owner, RemoteValue>.Type
+    ) throws -> EntityIdentifier<Owner, RemoteValue> {
+        guard codingPath.count <= EntityCodec.maxDepth else {
+            throw reader.corrupt("nesting too deep", at: position, codingPath)
+        }
+        let parts = try reader.identifierParts(at: position, depth: codingPath.count, codingPath)
+        var remote: RemoteValue?
+        if let p = parts.remote { remote = try reader.decodeValue(RemoteValue.self, at: p, codingPath + [RecordKey("remote")]) }
+        if parts.local == nil && remote == nil {
+            throw DecodingError.dataCorrupted(.init(codingPath: codingPath,
+                                                    debugDescription: "an identifier needs a local or remote value"))
+        }
+        return EntityIdentifier(localValue: parts.local, remoteValue: remote)
+    }
 }
 
 /// Reads primitive values; shared by the three container kinds.
@@ -112,94 +131,6 @@ extension BinaryReader {
                                  to: T.self)
         }
         return try T(from: BinaryValueDecoder(reader: self, position: position, codingPath: codingPath()))
-    }
-}
-
-struct KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let reader: BinaryReader
-    let codingPath: [any CodingKey]
-    /// The container's entries, in record order.
-    private let entries: [KeyedEntry]
-
-    init(reader: BinaryReader, position: Int, codingPath: [any CodingKey]) throws {
-        guard codingPath.count <= EntityCodec.maxDepth else {
-            throw reader.corrupt("nesting too deep", at: position, codingPath)
-        }
-        self.reader = reader
-        self.codingPath = codingPath
-        entries = try reader.keyedEntries(at: position, depth: codingPath.count, codingPath).entries
-    }
-
-    /// The value position of the first entry named `key`, or nil (lookups run once per property decoded).
-    private func find(_ key: some CodingKey) -> Int? {
-        var name = key.stringValue
-        return name.withUTF8 { name in entries.first { reader.key($0.key, equals: name) }?.value }
-    }
-
-    private func position(_ key: some CodingKey) throws -> Int {
-        guard let p = find(key) else {
-            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no value for \(key.stringValue)"))
-        }
-        return p
-    }
-
-    var allKeys: [Key] { entries.compactMap { Key(stringValue: String(decoding: reader.bytes[$0.key], as: UTF8.self)) } }
-    func contains(_ key: Key) -> Bool { find(key) != nil }
-
-    func decodeNil(forKey key: Key) throws -> Bool { try reader.isNil(at: position(key), codingPath + [key]) }
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        try reader.decodeBool(at: position(key), codingPath + [key])
-    }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        try reader.decodeString(at: position(key), codingPath + [key])
-    }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        try reader.decodeDouble(at: position(key), codingPath + [key])
-    }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
-        try reader.decodeInteger(Int.self, at: position(key), codingPath + [key])
-    }
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try reader.decodeValue(type, at: position(key), codingPath + [key])
-    }
-    // The primitive `decodeIfPresent` overloads, so that an optional property costs one key lookup, not the
-    // three of the protocol's defaults (`contains`, `decodeNil`, `decode`); same results and errors.
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
-        return try reader.decodeString(at: p, codingPath + [key])
-    }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
-        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
-        return try reader.decodeInteger(Int.self, at: p, codingPath + [key])
-    }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
-        return try reader.decodeDouble(at: p, codingPath + [key])
-    }
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
-        return try reader.decodeBool(at: p, codingPath + [key])
-    }
-    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let p = find(key), try !reader.isNil(at: p, codingPath + [key]) else { return nil }
-        return try reader.decodeValue(type, at: p, codingPath + [key])
-    }
-
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type,
-                                               forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
-        KeyedDecodingContainer(try KeyedBinaryDecodingContainer<NestedKey>(reader: reader, position: position(key),
-                                                                           codingPath: codingPath + [key]))
-    }
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try UnkeyedBinaryDecodingContainer(reader: reader, position: position(key), codingPath: codingPath + [key])
-    }
-    func superDecoder() throws -> any Decoder {
-        // The entry "super", named by a key of our own: `Key` rarely has a `super` case.
-        BinaryValueDecoder(reader: reader, position: try position(SuperCodingKey()),
-                           codingPath: codingPath + [SuperCodingKey()])
-    }
-    func superDecoder(forKey key: Key) throws -> any Decoder {
-        BinaryValueDecoder(reader: reader, position: try position(key), codingPath: codingPath + [key])
     }
 }
 

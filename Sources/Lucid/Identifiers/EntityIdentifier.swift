@@ -97,6 +97,11 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
     private enum CodingKeys: String, CodingKey { case local, remote }
 
     public init(from decoder: any Decoder) throws {
+        // A stored record: the same reads and errors without a keyed container (see BinaryValueDecoder).
+        if let binary = decoder as? BinaryValueDecoder {
+            self = try binary.decodeIdentifier(Self.self)
+            return
+        }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         localValue = try container.decodeIfPresent(String.self, forKey: .local)
         remoteValue = try container.decodeIfPresent(RemoteValue.self, forKey: .remote)
