@@ -15,6 +15,10 @@ import PackageDescription
 //   swift package --package-path Benchmarks/Micro benchmark thresholds check \
 //       --metric mallocCountTotal --path Benchmarks/Micro/Thresholds
 //
+// Instructions are counted under callgrind (valgrind), against the committed Instructions.json:
+//
+//   swift run -c release --package-path Benchmarks/Micro micro-instructions check
+//
 // Only the "MallocInterposer" trait is enabled: package-benchmark's default "RuntimeInterposer" trait pulls in a
 // package (swift-runtime-interposer) that is not available on this project's machines.
 let package = Package(
@@ -25,17 +29,35 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
-        // The metrics and threshold tolerances the benchmark targets share.
+        // The workloads: fixtures and measured bodies, shared by the benchmark targets and micro-instructions.
+        .target(
+            name: "MicroWorkloads",
+            dependencies: [
+                .product(name: "Lucid", package: "Lucid"),
+                .product(name: "LucidEngine", package: "Lucid"),
+            ],
+            path: "Sources/MicroWorkloads"
+        ),
+        // The metrics and threshold tolerances the benchmark targets share, and their registration of a workload.
         .target(
             name: "MicroSupport",
-            dependencies: [.product(name: "Benchmark", package: "benchmark")],
+            dependencies: ["MicroWorkloads", .product(name: "Benchmark", package: "benchmark")],
             path: "Sources/MicroSupport"
+        ),
+        // Callgrind's client requests (valgrind/callgrind.h), no-ops where the header is missing. DWARF 4: valgrind
+        // 3.19 cannot read clang's default DWARF 5 for C (it gives up on the whole executable).
+        .target(name: "CCallgrind", path: "Sources/CCallgrind", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
+        // Instruction counts of the workloads under callgrind, checked against Instructions.json.
+        .executableTarget(
+            name: "micro-instructions",
+            dependencies: ["MicroWorkloads", "CCallgrind"],
+            path: "Sources/micro-instructions"
         ),
         .executableTarget(
             name: "LucidEngineMicro",
             dependencies: [
                 "MicroSupport",
-                .product(name: "LucidEngine", package: "Lucid"),
+                "MicroWorkloads",
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/LucidEngineMicro",
@@ -45,8 +67,7 @@ let package = Package(
             name: "LucidDataMicro",
             dependencies: [
                 "MicroSupport",
-                .product(name: "Lucid", package: "Lucid"),
-                .product(name: "LucidEngine", package: "Lucid"),
+                "MicroWorkloads",
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/LucidDataMicro",

@@ -1,5 +1,6 @@
 import Benchmark
 import Foundation
+import MicroWorkloads
 
 /// The metrics every micro-benchmark records: wall clock, CPU time, throughput and mallocs, plus instructions on a
 /// machine whose kernel exposes a hardware PMU.
@@ -37,8 +38,8 @@ public let hardwareCountersAvailable: Bool = {
 ///
 /// Only the deterministic metrics are stored in `Thresholds/` (`thresholds update --metric mallocCountTotal`, see
 /// Benchmarks/README.md): timings on a shared 2-core machine move by tens of percent between runs, so they are
-/// printed, not checked. Instructions get a relative tolerance of 2% at p90 where they are counted; no stored
-/// threshold holds them yet (this project's machines cannot count them).
+/// printed, not checked. Instructions get a relative tolerance of 2% at p90 where package-benchmark counts them;
+/// this project's machines cannot, so `micro-instructions` counts them under callgrind (`Instructions.json`).
 public func micro(_ scalingFactor: BenchmarkScalingFactor = .one, mallocSlack: Int? = nil) -> Benchmark.Configuration {
     var thresholds: [BenchmarkMetric: BenchmarkThresholds] = [
         .mallocCountTotal: .init(absolute: [.p90: mallocSlack ?? (scalingFactor == .one ? 0 : 100)]),
@@ -52,4 +53,25 @@ public func micro(_ scalingFactor: BenchmarkScalingFactor = .one, mallocSlack: I
         maxIterations: 10_000,
         thresholds: thresholds
     )
+}
+
+/// Registers `workload` with package-benchmark: set up before the measurement (`make`), one `run` per iteration,
+/// disposed of after.
+public func register(_ workload: MicroWorkload) {
+    let holder = RunnerHolder()
+    let scaling: BenchmarkScalingFactor = workload.operationsPerIteration == 1000 ? .kilo : .one
+    precondition(workload.operationsPerIteration == scaling.rawValue, "\(workload.name): 1 or 1000 operations")
+    Benchmark(workload.name, configuration: micro(scaling, mallocSlack: workload.mallocSlack)) { benchmark in
+        try await holder.runner!.run(benchmark.scaledIterations.count)
+    } setup: {
+        holder.runner = try await workload.make()
+    } teardown: {
+        holder.runner?.dispose()
+        holder.runner = nil
+    }
+}
+
+/// Holds a workload's runner between its setup and teardown hooks (teardown takes no state).
+private final class RunnerHolder: @unchecked Sendable {
+    var runner: (any MicroRunner)?
 }

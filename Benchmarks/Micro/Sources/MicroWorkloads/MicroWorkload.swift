@@ -1,0 +1,64 @@
+/// One micro-benchmark: a named hot path, its setup (``make``, outside any measurement) and its measured body
+/// (``MicroRunner/run(_:)``). The package-benchmark targets (`LucidEngineMicro`, `LucidDataMicro`) measure time and
+/// mallocs of these workloads; `micro-instructions` counts their instructions under callgrind. Both run the same
+/// code, from here.
+public struct MicroWorkload: Sendable {
+    /// The benchmark's name, as package-benchmark and the thresholds files know it.
+    public let name: String
+    /// The package-benchmark target that runs it (the first part of its thresholds file's name).
+    public let target: String
+    /// Operations per iteration: 1, or 1000 for the `.kilo` benchmarks whose operation is short. Printed figures
+    /// are per operation; package-benchmark's stored thresholds are per iteration.
+    public let operationsPerIteration: Int
+    /// `thresholds check`'s tolerance on mallocs per iteration at p90 (nil: `micro()`'s default).
+    public let mallocSlack: Int?
+    /// Operations `micro-instructions` counts (after as many uncounted, to warm caches and metadata): 2,000, fewer
+    /// for a heavy operation.
+    public let countedOperations: Int
+    /// Sets the workload up (a store preloaded, say), outside any measurement.
+    public let make: @Sendable () async throws -> any MicroRunner
+
+    public init(_ name: String, target: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
+                countedOperations: Int = 2_000, make: @escaping @Sendable () async throws -> any MicroRunner) {
+        self.name = name
+        self.target = target
+        self.operationsPerIteration = operationsPerIteration
+        self.mallocSlack = mallocSlack
+        self.countedOperations = countedOperations
+        self.make = make
+    }
+
+    /// Every workload: the engine's, then the data layer's.
+    public static var all: [MicroWorkload] { engine + data }
+}
+
+/// A set-up workload: runs its measured body, then is disposed of (its store closed and removed).
+public protocol MicroRunner: AnyObject, Sendable {
+    /// Runs the measured operation `operations` times (package-benchmark: an iteration's `operationsPerIteration`).
+    /// It continues from where the previous call stopped (new keys, the next query value), as package-benchmark
+    /// calls it once per iteration.
+    func run(_ operations: Int) async throws
+    /// Releases what `make` set up. Called once, after the last `run`.
+    func dispose()
+}
+
+extension MicroRunner {
+    public func dispose() {}
+}
+
+/// Keeps `value` alive and opaque to the optimizer, so that the work producing it is not removed. O(1).
+@inline(never)
+public func consume<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// A 64-bit LCG: a fixed sequence of draws, so that every run of a workload asks for the same keys.
+public struct Draws: Sendable {
+    private var state: UInt64
+    public init(seed: UInt64 = 0x2545_F491_4F6C_DD1D) { state = seed }
+    /// The next draw in `0..<bound`.
+    public mutating func next(_ bound: Int) -> Int {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Int(state >> 33) % bound
+    }
+}
