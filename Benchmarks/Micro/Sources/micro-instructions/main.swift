@@ -12,7 +12,8 @@ import MicroWorkloads
 // every thread while instrumentation is on (the writer thread's work for a commit, the tasks of an async call).
 //
 //   swift run -c release --package-path Benchmarks/Micro micro-instructions check    # against Instructions.json
-//   swift run -c release --package-path Benchmarks/Micro micro-instructions update   # rewrite it
+//   swift run -c release --package-path Benchmarks/Micro micro-instructions update   # store what moved
+//   swift run -c release --package-path Benchmarks/Micro micro-instructions update --all   # store every figure
 //   swift run -c release --package-path Benchmarks/Micro micro-instructions print [--filter REGEX]
 //
 // Run from the repository root (`--path` changes the file). `check` exits with status 1 when a workload's count
@@ -24,6 +25,7 @@ struct Options {
     var filter: String?
     var tolerance = 2.0
     var path = "Benchmarks/Micro/Instructions.json"
+    var all = false
     var child: (name: String, warmup: Int, counted: Int)?
 }
 
@@ -42,6 +44,7 @@ func parse(_ arguments: [String]) -> Options {
             guard let tolerance = Double(value(argument)) else { fail("--tolerance takes a percentage") }
             options.tolerance = tolerance
         case "--path": options.path = value(argument)
+        case "--all": options.all = true
         case "--child":
             let name = value(argument)
             guard let warmup = Int(value(argument)), let counted = Int(value(argument)) else { fail("--child NAME W N") }
@@ -148,7 +151,11 @@ for workload in selected {
     if let before = stored[workload.name], before > 0 {
         let percent = (perOperation - before) / before * 100
         change = String(format: "%+.2f%%", percent)
-        if abs(percent) > options.tolerance { outside.append("\(workload.name) (\(change))") }
+        if abs(percent) > options.tolerance {
+            outside.append("\(workload.name) (\(change))")
+        } else if !options.all {
+            measured[workload.name] = before   // within the tolerance: `update` keeps the stored figure
+        }
     } else {
         outside.append("\(workload.name) (no stored figure)")
     }
