@@ -32,10 +32,7 @@ struct BinaryValueDecoder: Decoder {
         let parts = try reader.identifierParts(at: position, depth: codingPath.count, codingPath)
         var remote: RemoteValue?
         if let p = parts.remote { remote = try reader.decodeValue(RemoteValue.self, at: p, codingPath + [RecordKey("remote")]) }
-        if parts.local == nil && remote == nil {
-            throw DecodingError.dataCorrupted(.init(codingPath: codingPath,
-                                                    debugDescription: "an identifier needs a local or remote value"))
-        }
+        if parts.local == nil && remote == nil { throw identifierWithoutValue(codingPath) }
         return EntityIdentifier(localValue: parts.local, remoteValue: remote)
     }
 }

@@ -52,8 +52,7 @@ public enum EntityCodec {
         // a type reads, so without this a truncated top-level array, a type that reads nothing (an empty struct)
         // or trailing garbage would decode.
         guard try reader.skip(at: 1, []) == bytes.count else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [],
-                                                    debugDescription: "bytes after the entity record's value"))
+            throw bytesAfterValue()
         }
         let decoder = BinaryValueDecoder(reader: reader, position: 1, codingPath: [])
         let value = try T(from: decoder)
@@ -62,6 +61,13 @@ public enum EntityCodec {
 }
 
 /// The key of the entry `superEncoder()` and `superDecoder()` use, "super" as in `JSONEncoder`.
+extension EntityCodec {
+    /// The error of a record with bytes after its value (every reader of records reports it so).
+    static func bytesAfterValue() -> DecodingError {
+        .dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
+    }
+}
+
 struct SuperCodingKey: CodingKey {
     var stringValue: String { "super" }
     var intValue: Int? { nil }

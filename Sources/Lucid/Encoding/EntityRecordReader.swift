@@ -33,7 +33,11 @@ public struct EntityRecordReader {
     init(_ bytes: [UInt8]) throws {
         try EntityCodec.checkVersion(bytes)
         let reader = BinaryReader(bytes: bytes)
-        guard try reader.tag(at: 1, []) == .keyed else { throw reader.mismatch([String: Int].self, at: 1, []) }
+        guard try reader.tag(at: 1, []) == .keyed else {
+            // Codable's order (`EntityCodec.decode`): the record's value is checked whole, then asked for a container.
+            guard try reader.skip(at: 1, []) == bytes.count else { throw EntityCodec.bytesAfterValue() }
+            throw reader.mismatch([String: Int].self, at: 1, [])
+        }
         self.reader = reader
     }
 
@@ -44,18 +48,14 @@ public struct EntityRecordReader {
         while let entry = try reader.entry(at: p) { p = try reader.valueEnd(at: entry.value, depth: 1, []) }
         var end = p
         _ = try reader.quickOrCheckedVarint(at: &end, [])   // the end tag (a zero key length), checked above
-        guard end == reader.bytes.count else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
-        }
+        guard end == reader.bytes.count else { throw EntityCodec.bytesAfterValue() }
     }
 
     /// Checks the whole record as the reading started: throws what a reader that checks everything first would
     /// have thrown before any read, if anything.
     func checkWhole() throws {
         let (end, _) = try reader.checkKeyedContainer(at: 1)
-        guard end == reader.bytes.count else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bytes after the entity record's value"))
-        }
+        guard end == reader.bytes.count else { throw EntityCodec.bytesAfterValue() }
     }
 
     @inline(__always)
@@ -272,6 +272,6 @@ public struct EntityRecordReader {
     }
     @usableFromInline
     static func identifierWithoutValue(_ key: StaticString) -> DecodingError {
-        .dataCorrupted(.init(codingPath: [RecordKey(key)], debugDescription: "an identifier needs a local or remote value"))
+        Lucid.identifierWithoutValue([RecordKey(key)])
     }
 }

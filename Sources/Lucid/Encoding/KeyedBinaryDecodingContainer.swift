@@ -4,8 +4,9 @@
 /// **Lookups.** `Codable`'s synthesized `init(from:)` asks for the keys in declaration order, which is the order
 /// `encode(to:)` wrote them, so a lookup first tries the entry after the one found last and scans from the start
 /// only when that is not it. A lookup answers the *first* entry with the key, as a scan does: the expected entry
-/// is taken only when no key repeats in the container (`repeatsKeys`, worked out when the container is made; a
-/// record written by ``EntityCodec`` never repeats one, but stored bytes are not trusted to be such a record).
+/// is taken only when no key repeats in the container (`repeatsKeys`, worked out when the container is made for up
+/// to 64 entries, and assumed beyond; a record written by ``EntityCodec`` never repeats one, but stored bytes are
+/// not trusted to be such a record).
 ///
 /// A class, so that the lookups (non-mutating in the protocol) can move the expected entry, and so that
 /// `KeyedDecodingContainer`'s box passes a reference to each call instead of copying the container through its
@@ -20,8 +21,8 @@ final class KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainer
     /// The entry the next lookup tries first: the one after the entry found last.
     private var expected = 0
 
-    /// Reads the keyed container whose tag is at `position`. O(entries), plus a comparison with each earlier key
-    /// whose length and end bytes share a 64-bit filter's bit.
+    /// Reads the keyed container whose tag is at `position`. O(entries), plus the duplicate check (`repeatsKeys`:
+    /// at most `checkedEntries`² key comparisons, and usually a handful).
     /// - Throws: `DecodingError` when the container is nested too deep or its entries do not parse.
     init(reader: BinaryReader, position: Int, codingPath: [any CodingKey]) throws {
         guard codingPath.count <= EntityCodec.maxDepth else {
@@ -119,10 +120,14 @@ final class KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainer
 }
 
 extension KeyedBinaryDecodingContainer {
-    /// Whether two of `entries` have equal key bytes. A 64-bit filter on (length, first byte, last byte) sends
-    /// only the keys whose bit is already set to an exact comparison with the earlier keys.
+    /// Whether two of `entries` may have equal key bytes: exact up to `checkedEntries` entries, where a 64-bit
+    /// filter on (length, first byte, last byte) sends only the keys whose bit is already set to an exact
+    /// comparison with the earlier keys; beyond that, true. A larger container is always scanned, as before the
+    /// expected-entry lookup: once the filter is full, the check would compare each key with every earlier one, and
+    /// a stored container (untrusted bytes) could make that quadratic. O(min(n, checkedEntries)²) at worst.
     private static func repeatsKeys(_ entries: [KeyedEntry], in reader: BinaryReader) -> Bool {
         guard entries.count > 1 else { return false }
+        guard entries.count <= checkedEntries else { return true }
         return reader.bytes.withUnsafeBufferPointer { bytes in
             var filter: UInt64 = 0
             for i in entries.indices {
@@ -137,6 +142,9 @@ extension KeyedBinaryDecodingContainer {
             return false
         }
     }
+
+    /// The most entries `repeatsKeys` checks exactly (a synthesized `Codable` type has one per property).
+    static var checkedEntries: Int { 64 }
 
     /// A cheap hash of a key's length and end bytes (the key lies in `bytes`: the entries were checked).
     @inline(__always)

@@ -105,10 +105,7 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
         let container = try decoder.container(keyedBy: CodingKeys.self)
         localValue = try container.decodeIfPresent(String.self, forKey: .local)
         remoteValue = try container.decodeIfPresent(RemoteValue.self, forKey: .remote)
-        if localValue == nil && remoteValue == nil {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                    debugDescription: "an identifier needs a local or remote value"))
-        }
+        if localValue == nil && remoteValue == nil { throw identifierWithoutValue(decoder.codingPath) }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -116,4 +113,10 @@ public struct EntityIdentifier<Owner: EntityTypeIdentifying, RemoteValue: Remote
         try container.encodeIfPresent(localValue, forKey: .local)
         try container.encodeIfPresent(remoteValue, forKey: .remote)
     }
+}
+
+/// The error of an identifier container that holds neither a local nor a remote value, at `codingPath` (the
+/// identifier's): the same from every reader of identifiers.
+func identifierWithoutValue(_ codingPath: [any CodingKey]) -> DecodingError {
+    .dataCorrupted(.init(codingPath: codingPath, debugDescription: "an identifier needs a local or remote value"))
 }

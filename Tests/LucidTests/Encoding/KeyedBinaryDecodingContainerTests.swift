@@ -89,6 +89,23 @@ struct KeyedBinaryDecodingContainerTests {
         #expect(repeated > 500 && repeated < 2_900)
     }
 
+    @Test("past 64 entries a container counts as repeating keys (no quadratic check), and lookups still find the first")
+    func largeContainers() throws {
+        var draws = Draws(state: 0x1A46E)
+        for count in [64, 65, 200, 5_000] {
+            // Look-alike keys (same length, first and last byte), distinct: the filter's worst case.
+            var pairs = (0..<count).map { (String(format: "k%05dk", $0), $0) }
+            if count == 200 { pairs.append(("k00007k", -1)) }
+            let bytes = try EntityCodec.encode(Entries(pairs: pairs))
+            let table = try KeyedBinaryDecodingContainer<Key>(reader: BinaryReader(bytes: bytes), position: 1, codingPath: [])
+            #expect(table.repeatsKeys == (count > KeyedBinaryDecodingContainer<Key>.checkedEntries || count == 200))
+            let container = try Self.container(bytes)
+            for name in pairs.prefix(300).map(\.0) + (0..<50).map({ _ in String(format: "k%05dk", draws.next(count + 10)) }) {
+                #expect(try container.decodeIfPresent(Int.self, forKey: Key(name)) == pairs.first { $0.0 == name }?.1)
+            }
+        }
+    }
+
     @Test("a missing key is keyNotFound naming the key; a lookup after it still finds the entries in order")
     func missingKey() throws {
         let container = try Self.container(try EntityCodec.encode(Entries(pairs: [("a", 1), ("b", 2)])))
@@ -104,21 +121,40 @@ struct KeyedBinaryDecodingContainerTests {
 
     // MARK: Identifiers
 
-    /// `EntityIdentifier.init(from:)` as written for any decoder: a keyed container, `local` then `remote`.
-    struct ReferenceIdentifier<RemoteValue: RemoteIdentifierValue>: Decodable, Equatable {
-        var local: String?
-        var remote: RemoteValue?
-        enum CodingKeys: String, CodingKey { case local, remote }
-        init(local: String?, remote: RemoteValue?) { self.local = local; self.remote = remote }
+    /// A decoder that forwards to another: `EntityIdentifier.init(from:)` does not recognize it as the binary
+    /// decoder, so it reads through its keyed container, the path every other decoder takes.
+    struct ForwardingDecoder: Decoder {
+        let base: any Decoder
+        var codingPath: [any CodingKey] { base.codingPath }
+        var userInfo: [CodingUserInfoKey: Any] { base.userInfo }
+        func container<K: CodingKey>(keyedBy type: K.Type) throws -> KeyedDecodingContainer<K> {
+            try base.container(keyedBy: type)
+        }
+        func unkeyedContainer() throws -> any UnkeyedDecodingContainer { try base.unkeyedContainer() }
+        func singleValueContainer() throws -> any SingleValueDecodingContainer { try base.singleValueContainer() }
+    }
+
+    /// `{id: identifier}` read with the identifier's container path (`ForwardingDecoder`).
+    struct ContainerHolder<Identifier: Decodable>: Decodable {
+        var id: Identifier
+        enum CodingKeys: String, CodingKey { case id }
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            local = try container.decodeIfPresent(String.self, forKey: .local)
-            remote = try container.decodeIfPresent(RemoteValue.self, forKey: .remote)
-            if local == nil && remote == nil {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                        debugDescription: "an identifier needs a local or remote value"))
-            }
+            id = try Identifier(from: ForwardingDecoder(base: container.superDecoder(forKey: .id)))
         }
+    }
+
+    /// `{id: identifier}` read by hand (``EntityRecordReader``'s identifier read).
+    struct HandRecord<Remote: RemoteIdentifierValue>: EntityRecordCodable {
+        typealias Identifier = EntityIdentifier<HandRecord, Remote>
+        static var identifierTypeID: String { "owners" }
+        var identifier: Identifier
+        enum IndexName: String, EntityIndexName { case none }
+        func entityIndexValue(for indexName: IndexName) -> EntityIndexValue { .int(0) }
+        func encode(to record: inout EntityRecordWriter) throws {}
+        init(from record: inout EntityRecordReader) throws { identifier = try record.decode(Identifier.self, forKey: "id") }
+        init(from decoder: any Decoder) throws { fatalError("not used") }
+        func encode(to encoder: any Encoder) throws {}
     }
 
     /// A record holding an identifier one level down, so that coding paths and depths are not the top level's.
@@ -188,7 +224,7 @@ struct KeyedBinaryDecodingContainerTests {
         return try shapes.map { try EntityCodec.encode(Wrapped(id: Raw(pairs: $0))) }
     }
 
-    @Test("identifiers read without a container: the same values and errors as the keyed container's reading")
+    @Test("identifiers read without a container, and by hand: the same values and errors as the keyed container's reading")
     func identifierFastPathMatchesTheContainer() throws {
         var compared = 0
         var decoded = 0
@@ -203,18 +239,20 @@ struct KeyedBinaryDecodingContainerTests {
                 }
             }
             for variant in variants {
-                let fast = Self.outcome { try EntityCodec.decode(Holder<Owner.Identifier>.self, from: variant).id }
-                let reference = Self.outcome { () -> String in
-                    let id = try EntityCodec.decode(Holder<ReferenceIdentifier<Int>>.self, from: variant).id
-                    return Owner.Identifier(localValue: id.local, remoteValue: id.remote).description
+                // The identifier's parts, or the error: through the binary fast path, the keyed container, by hand.
+                func parts<R>(_ id: EntityIdentifier<some LocalEntity, R>) -> String { "\(String(describing: id.localValue)) \(String(describing: id.remoteValue))" }
+                let fast = Self.outcome { parts(try EntityCodec.decode(Holder<Owner.Identifier>.self, from: variant).id) }
+                let container = Self.outcome { parts(try EntityCodec.decode(ContainerHolder<Owner.Identifier>.self, from: variant).id) }
+                let hand = Self.outcome { parts(try HandRecord<Int>.decodeRecord(variant).identifier) }
+                #expect(fast == container, "\(variant)")
+                #expect(hand == container, "\(variant)")
+                let fastText = Self.outcome { parts(try EntityCodec.decode(Holder<EntityIdentifier<Owner, String>>.self, from: variant).id) }
+                let containerText = Self.outcome {
+                    parts(try EntityCodec.decode(ContainerHolder<EntityIdentifier<Owner, String>>.self, from: variant).id)
                 }
-                #expect(fast == reference, "\(variant)")
-                let fastText = Self.outcome { try EntityCodec.decode(Holder<EntityIdentifier<Owner, String>>.self, from: variant).id }
-                let referenceText = Self.outcome { () -> String in
-                    let id = try EntityCodec.decode(Holder<ReferenceIdentifier<String>>.self, from: variant).id
-                    return EntityIdentifier<Owner, String>(localValue: id.local, remoteValue: id.remote).description
-                }
-                #expect(fastText == referenceText, "\(variant)")
+                let handText = Self.outcome { parts(try HandRecord<String>.decodeRecord(variant).identifier) }
+                #expect(fastText == containerText, "\(variant)")
+                #expect(handText == containerText, "\(variant)")
                 compared += 2
                 if fast.hasPrefix("value") { decoded += 1 }
             }
