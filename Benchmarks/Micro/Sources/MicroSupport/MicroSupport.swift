@@ -61,14 +61,22 @@ public func register(_ workload: MicroWorkload) {
     let holder = RunnerHolder()
     let scaling: BenchmarkScalingFactor = workload.operationsPerIteration == 1000 ? .kilo : .one
     precondition(workload.operationsPerIteration == scaling.rawValue, "\(workload.name): 1 or 1000 operations")
-    Benchmark(workload.name, configuration: micro(scaling, mallocSlack: workload.mallocSlack)) { benchmark in
-        try await holder.runner!.run(benchmark.scaledIterations.count)
-    } setup: {
-        holder.runner = try await workload.make()
-    } teardown: {
+    let configuration = micro(scaling, mallocSlack: workload.mallocSlack)
+    let setup: Benchmark.BenchmarkSetupHook = { holder.runner = try await workload.make() }
+    let teardown: Benchmark.BenchmarkTeardownHook = {
         holder.runner?.dispose()
         holder.runner = nil
     }
+    // A synchronous body is measured as one (package-benchmark runs an async one in a task per iteration).
+    if workload.synchronous {
+        Benchmark(workload.name, configuration: configuration, closure: { benchmark in
+            try (holder.runner as! any SynchronousMicroRunner).runNow(benchmark.scaledIterations.count)
+        }, setup: setup, teardown: teardown)
+        return
+    }
+    Benchmark(workload.name, configuration: configuration, closure: { benchmark in
+        try await holder.runner!.run(benchmark.scaledIterations.count)
+    }, setup: setup, teardown: teardown)
 }
 
 /// Holds a workload's runner between its setup and teardown hooks (teardown takes no state).

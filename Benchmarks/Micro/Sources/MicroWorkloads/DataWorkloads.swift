@@ -102,13 +102,6 @@ private final class ManagerRunner: MicroRunner, @unchecked Sendable {
     }
 }
 
-/// A workload without a store: `body(operations)` only.
-private final class CodecRunner: MicroRunner, @unchecked Sendable {
-    let body: (Int) throws -> Void
-    init(_ body: @escaping (Int) throws -> Void) { self.body = body }
-    func run(_ operations: Int) throws { try body(operations) }
-}
-
 extension MicroWorkload {
     /// Lucid's data-layer workloads (target `LucidDataMicro`).
     public static let data: [MicroWorkload] = {
@@ -133,18 +126,18 @@ extension MicroWorkload {
         // that must sort every match (e.g. ordered by rating) re-reads all 1250 books of the genre on each write.
         let observed = Query<Book>.filter(.genre == .string("mystery")).with(limit: 20)
         return [
-            MicroWorkload("codec-encode-book", target: target, operationsPerIteration: 1000) {
-                CodecRunner { operations in for _ in 0..<operations { consume(try EntityCodec.encode(book)) } }
+            .synchronous("codec-encode-book", target: target, operationsPerIteration: 1000) {
+                ClosureRunner { operations in for _ in 0..<operations { consume(try EntityCodec.encode(book)) } }
             },
-            MicroWorkload("codec-decode-book", target: target, operationsPerIteration: 1000) {
+            .synchronous("codec-decode-book", target: target, operationsPerIteration: 1000) {
                 let encoded = try EntityCodec.encode(book)
-                return CodecRunner { operations in
+                return ClosureRunner { operations in
                     for _ in 0..<operations { consume(try EntityCodec.decode(Book.self, from: encoded)) }
                 }
             },
-            MicroWorkload("index-terms-book", target: target, operationsPerIteration: 1000) {
+            .synchronous("index-terms-book", target: target, operationsPerIteration: 1000) {
                 let names = Array(Book.IndexName.allCases)
-                return CodecRunner { operations in
+                return ClosureRunner { operations in
                     for _ in 0..<operations { consume(indexTerms(of: book, names: names)) }
                 }
             },

@@ -30,7 +30,7 @@ private func value(_ i: Int) -> [UInt8] {
 
 /// An engine under a fresh temporary directory preloaded with `records` records (in batches of 1000), and where
 /// the next iteration continues: the next new key to insert, the scan's next start key.
-private final class EngineRunner: MicroRunner, @unchecked Sendable {
+private final class EngineRunner: SynchronousMicroRunner, @unchecked Sendable {
     let directory: String
     let engine: Engine
     var next = records
@@ -54,19 +54,12 @@ private final class EngineRunner: MicroRunner, @unchecked Sendable {
         if !batch.isEmpty { try engine.commitAndWait(batch) }
     }
 
-    func run(_ operations: Int) throws { try body(self, operations) }
+    func runNow(_ operations: Int) throws { try body(self, operations) }
 
     func dispose() {
         try? engine.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
-}
-
-/// A workload without a store: `body(operations)` only.
-private final class PlainRunner: MicroRunner, @unchecked Sendable {
-    let body: (Int) throws -> Void
-    init(_ body: @escaping (Int) throws -> Void) { self.body = body }
-    func run(_ operations: Int) throws { try body(operations) }
 }
 
 /// One page's worth of records (about 14 KiB raw, on the default 16 KiB pages), as the writer would append them.
@@ -96,7 +89,7 @@ extension MicroWorkload {
         let target = "LucidEngineMicro"
         // B-tree insert: a batch of `perCommit` new keys (appended after the preloaded ones).
         func commits(_ name: String, perCommit: Int, operations: Int, mallocSlack: Int?) -> MicroWorkload {
-            MicroWorkload(name, target: target, operationsPerIteration: operations, mallocSlack: mallocSlack,
+            .synchronous(name, target: target, operationsPerIteration: operations, mallocSlack: mallocSlack,
                           countedOperations: perCommit == 1 ? 2_000 : 20) {
                 try EngineRunner { runner, operations in
                     for _ in 0..<operations {
@@ -112,14 +105,14 @@ extension MicroWorkload {
             commits("commit-batch-1000", perCommit: 1000, operations: 1, mallocSlack: 100),
             commits("put-single", perCommit: 1, operations: 1000, mallocSlack: nil),
             // B-tree lookup: a present key drawn from a fixed-seed generator, pages warm in the cache.
-            MicroWorkload("get-random-warm", target: target, operationsPerIteration: 1000) {
+            .synchronous("get-random-warm", target: target, operationsPerIteration: 1000) {
                 try EngineRunner { runner, operations in
                     var draws = Draws()
                     for _ in 0..<operations { consume(try runner.engine.get(key(draws.next(records)), in: keyspace)) }
                 }
             },
             // A scan of 1000 records from a start key that moves by 7919 records per iteration.
-            MicroWorkload("scan-1000", target: target, mallocSlack: 100, countedOperations: 200) {
+            .synchronous("scan-1000", target: target, mallocSlack: 100, countedOperations: 200) {
                 try EngineRunner { runner, operations in
                     for _ in 0..<operations {
                         consume(try runner.engine.scan(in: keyspace, range: KeyRange(lower: .included(key(runner.scanStart))),
@@ -129,18 +122,18 @@ extension MicroWorkload {
                 }
             },
             // Page encode and decode with LZ4 (through the fuzzing SPI; see the note at the top).
-            MicroWorkload("page-encode-lz4", target: target, countedOperations: 200) {
+            .synchronous("page-encode-lz4", target: target, countedOperations: 200) {
                 let contents = benchmarkPage().records
-                return PlainRunner { operations in
+                return ClosureRunner { operations in
                     for _ in 0..<operations {
                         consume(FuzzingSupport.encodePages(contents, salt: pageSalt, firstLSN: 1, syncedLSN: 0,
                                                            pageSize: pageSize))
                     }
                 }
             },
-            MicroWorkload("page-decode-lz4", target: target, countedOperations: 200) {
+            .synchronous("page-decode-lz4", target: target, countedOperations: 200) {
                 let page = benchmarkPage().page
-                return PlainRunner { operations in
+                return ClosureRunner { operations in
                     for _ in 0..<operations { consume(FuzzingSupport.decodePage(page, salt: pageSalt)) }
                 }
             },

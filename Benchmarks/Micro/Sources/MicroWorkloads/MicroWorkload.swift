@@ -15,16 +15,35 @@ public struct MicroWorkload: Sendable {
     /// Operations `micro-instructions` counts (after as many uncounted, to warm caches and metadata): 2,000, fewer
     /// for a heavy operation.
     public let countedOperations: Int
+    /// Whether its runner is a ``SynchronousMicroRunner`` (package-benchmark then measures a synchronous body, not
+    /// a task per iteration).
+    public let synchronous: Bool
     /// Sets the workload up (a store preloaded, say), outside any measurement.
     public let make: @Sendable () async throws -> any MicroRunner
 
+    /// A workload whose measured body is asynchronous.
     public init(_ name: String, target: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
                 countedOperations: Int = 2_000, make: @escaping @Sendable () async throws -> any MicroRunner) {
+        self.init(name, target, operationsPerIteration, mallocSlack, countedOperations, synchronous: false, make)
+    }
+
+    /// A workload whose measured body is synchronous (`make` sets it up synchronously too).
+    public static func synchronous(
+        _ name: String, target: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
+        countedOperations: Int = 2_000, make: @escaping @Sendable () throws -> any SynchronousMicroRunner
+    ) -> MicroWorkload {
+        MicroWorkload(name, target, operationsPerIteration, mallocSlack, countedOperations, synchronous: true, make)
+    }
+
+    private init(_ name: String, _ target: String, _ operationsPerIteration: Int, _ mallocSlack: Int?,
+                 _ countedOperations: Int, synchronous: Bool,
+                 _ make: @escaping @Sendable () async throws -> any MicroRunner) {
         self.name = name
         self.target = target
         self.operationsPerIteration = operationsPerIteration
         self.mallocSlack = mallocSlack
         self.countedOperations = countedOperations
+        self.synchronous = synchronous
         self.make = make
     }
 
@@ -46,8 +65,26 @@ extension MicroRunner {
     public func dispose() {}
 }
 
+/// A runner whose measured body is synchronous.
+public protocol SynchronousMicroRunner: MicroRunner {
+    /// ``MicroRunner/run(_:)``, synchronously.
+    func runNow(_ operations: Int) throws
+}
+
+extension SynchronousMicroRunner {
+    public func run(_ operations: Int) async throws { try runNow(operations) }
+}
+
+/// A synchronous workload without a store: its body only.
+public final class ClosureRunner: SynchronousMicroRunner, @unchecked Sendable {
+    private let body: (Int) throws -> Void
+    /// `body(operations)` runs the measured operation `operations` times.
+    public init(_ body: @escaping (Int) throws -> Void) { self.body = body }
+    public func runNow(_ operations: Int) throws { try body(operations) }
+}
+
 /// Keeps `value` alive and opaque to the optimizer, so that the work producing it is not removed. O(1).
-@inline(never)
+@inline(never) @_optimize(none)
 public func consume<T>(_ value: T) {
     withExtendedLifetime(value) {}
 }

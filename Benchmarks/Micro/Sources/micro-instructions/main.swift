@@ -1,4 +1,3 @@
-import CCallgrind
 import Foundation
 import MicroWorkloads
 
@@ -41,7 +40,9 @@ func parse(_ arguments: [String]) -> Options {
         case "check", "update", "print": options.command = argument
         case "--filter": options.filter = value(argument)
         case "--tolerance":
-            guard let tolerance = Double(value(argument)) else { fail("--tolerance takes a percentage") }
+            guard let tolerance = Double(value(argument)), tolerance.isFinite, tolerance >= 0 else {
+                fail("--tolerance takes a percentage (a finite number, 0 or more)")
+            }
             options.tolerance = tolerance
         case "--path": options.path = value(argument)
         case "--all": options.all = true
@@ -53,69 +54,6 @@ func parse(_ arguments: [String]) -> Options {
         }
     }
     return options
-}
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("micro-instructions: \(message)\n".utf8))
-    exit(2)
-}
-
-/// In the child: sets `workload` up, runs `warmup` operations, then `counted` operations with instrumentation on.
-func runChild(_ workload: MicroWorkload, warmup: Int, counted: Int) async throws {
-    guard micro_running_on_valgrind() == 1 else { fail("--child runs under valgrind only (built without callgrind.h?)") }
-    let runner = try await workload.make()
-    if warmup > 0 { try await runner.run(warmup) }
-    micro_callgrind_start()
-    try await runner.run(counted)
-    micro_callgrind_stop()
-    runner.dispose()
-}
-
-/// Runs `command` and waits for it; exits with a message when it fails.
-func runTool(_ command: [String], environment: [String: String]? = nil, what: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = command
-    if let environment { process.environment = environment }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { fail("\(what): \(command[0]) exited with status \(process.terminationStatus)") }
-}
-
-/// This executable without its debug information, for the children: valgrind 3.19 gives up on the DWARF 5 that clang
-/// writes for the engine's C file (CLucidSupport), and callgrind's totals need no symbols. Made once per run, on
-/// first use (a static: top-level globals of main.swift are made as the code reaches them, in the children too).
-enum Child {
-    static let executable: String = {
-        let path = NSTemporaryDirectory() + "micro-instructions-child-\(getpid())"
-        do {
-            try runTool(["strip", "--strip-debug", "-o", path, CommandLine.arguments[0]], what: "stripping the child")
-        } catch {
-            fail("cannot strip \(CommandLine.arguments[0]): \(error)")
-        }
-        return path
-    }()
-}
-
-/// Runs `workload` in a child process under callgrind; returns the instructions it counted.
-func count(_ workload: MicroWorkload) throws -> UInt64 {
-    let output = NSTemporaryDirectory() + "micro-instructions-\(getpid())-\(workload.name).out"
-    defer { try? FileManager.default.removeItem(atPath: output) }
-    // Warmed with as many operations as are counted: a workload that draws its keys from a fixed seed on each
-    // `run` (a get) then finds them as package-benchmark's later iterations do, cached.
-    let warmup = workload.countedOperations
-    var environment = ProcessInfo.processInfo.environment
-    environment["SWIFT_DETERMINISTIC_HASHING"] = "1"
-    try runTool(["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=\(output)",
-                 Child.executable, "--child", workload.name, String(warmup), String(workload.countedOperations)],
-                environment: environment, what: workload.name)
-    let text = try String(contentsOfFile: output, encoding: .utf8)
-    guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("totals:") || $0.hasPrefix("summary:") }),
-          let total = line.split(separator: " ").last.flatMap({ UInt64($0) })
-    else { fail("\(workload.name): no totals line in callgrind's output") }
-    return total
 }
 
 let options = parse(Array(CommandLine.arguments.dropFirst()))
@@ -134,17 +72,32 @@ if let child = options.child {
     exit(0)
 }
 
-let selected = try MicroWorkload.all.filter { workload in
-    guard let filter = options.filter else { return true }
-    return try Regex(filter).firstMatch(in: workload.name) != nil
+let selected: [MicroWorkload]
+do {
+    let filter = try options.filter.map { try Regex($0) }
+    selected = MicroWorkload.all.filter { workload in filter.map { workload.name.firstMatch(of: $0) != nil } ?? true }
+} catch {
+    fail("--filter: not a regular expression: \(error)")
 }
-let stored: [String: Double] = (try? JSONDecoder().decode([String: Double].self,
-                                                            from: Data(contentsOf: URL(fileURLWithPath: options.path)))) ?? [:]
+guard !selected.isEmpty else { fail("no workload matches --filter \(options.filter ?? "")") }
+
+// The stored figures: a missing file holds none (`update` creates it); an unreadable one is an error.
+var stored: [String: Double] = [:]
+if FileManager.default.fileExists(atPath: options.path) {
+    do {
+        stored = try JSONDecoder().decode([String: Double].self, from: Data(contentsOf: URL(fileURLWithPath: options.path)))
+    } catch {
+        fail("\(options.path): not a JSON object of instruction counts: \(error)")
+    }
+} else if options.command == "check" {
+    fail("\(options.path): no such file (run from the repository root, or pass --path)")
+}
+
 var measured = stored
 var outside: [String] = []
 print("workload                              instructions/op      stored    change")
 for workload in selected {
-    let total = try count(workload)
+    let total = count(workload)
     let perOperation = (Double(total) / Double(workload.countedOperations)).rounded()
     measured[workload.name] = perOperation
     var change = "new"
@@ -163,13 +116,25 @@ for workload in selected {
     print(workload.name.padding(toLength: 36, withPad: " ", startingAt: 0)
           + String(Int(perOperation)).leftPadded(to: 17) + storedText.leftPadded(to: 12) + change.leftPadded(to: 10))
 }
-if !selected.isEmpty { try? FileManager.default.removeItem(atPath: Child.executable) }
+for path in temporaryFiles { try? FileManager.default.removeItem(atPath: path) }
+
+// Figures stored for workloads that no longer exist: reported by `check`, dropped by an unfiltered `update`.
+let known = Set(MicroWorkload.all.map(\.name))
+let stale = stored.keys.filter { !known.contains($0) }.sorted()
+if !stale.isEmpty && options.filter == nil {
+    outside += stale.map { "\($0) (stored, but no such workload)" }
+    for name in stale { measured[name] = nil }
+}
 
 switch options.command {
 case "update":
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    try encoder.encode(measured).write(to: URL(fileURLWithPath: options.path))
+    do {
+        try encoder.encode(measured).write(to: URL(fileURLWithPath: options.path))
+    } catch {
+        fail("cannot write \(options.path): \(error)")
+    }
     print("wrote \(options.path)")
 case "check":
     if outside.isEmpty {
