@@ -60,7 +60,6 @@ public enum EntityCodec {
     }
 }
 
-/// The key of the entry `superEncoder()` and `superDecoder()` use, "super" as in `JSONEncoder`.
 extension EntityCodec {
     /// The error of a record with bytes after its value (every reader of records reports it so).
     static func bytesAfterValue() -> DecodingError {
@@ -68,6 +67,7 @@ extension EntityCodec {
     }
 }
 
+/// The key of the entry `superEncoder()` and `superDecoder()` use, "super" as in `JSONEncoder`.
 struct SuperCodingKey: CodingKey {
     var stringValue: String { "super" }
     var intValue: Int? { nil }

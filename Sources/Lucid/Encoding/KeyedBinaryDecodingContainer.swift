@@ -16,7 +16,7 @@ final class KeyedBinaryDecodingContainer<Key: CodingKey>: KeyedDecodingContainer
     let codingPath: [any CodingKey]
     /// The container's entries, in record order.
     private let entries: [KeyedEntry]
-    /// Whether two entries have the same key bytes.
+    /// Whether two entries may have the same key bytes (exact up to `checkedEntries` entries, true beyond).
     let repeatsKeys: Bool
     /// The entry the next lookup tries first: the one after the entry found last.
     private var expected = 0

@@ -29,7 +29,7 @@ private func value(_ i: Int) -> [UInt8] {
 }
 
 /// An engine under a fresh temporary directory preloaded with `records` records (in batches of 1000), and where
-/// the next iteration continues: the next new key to insert, the scan's next start key.
+/// the next operation continues: the next new key to insert, the next scan's start key.
 private final class EngineRunner: SynchronousMicroRunner, @unchecked Sendable {
     let directory: String
     let engine: Engine
@@ -111,7 +111,7 @@ extension MicroWorkload {
                     for _ in 0..<operations { consume(try runner.engine.get(key(draws.next(records)), in: keyspace)) }
                 }
             },
-            // A scan of 1000 records from a start key that moves by 7919 records per iteration.
+            // A scan of 1000 records from a start key that moves by 7919 records per scan.
             .synchronous("scan-1000", target: target, mallocSlack: 100, countedOperations: 200) {
                 try EngineRunner { runner, operations in
                     for _ in 0..<operations {
