@@ -105,11 +105,10 @@ private final class ManagerRunner: MicroRunner, @unchecked Sendable {
 extension MicroWorkload {
     /// Lucid's data-layer workloads (target `LucidDataMicro`).
     public static let data: [MicroWorkload] = {
-        let target = "LucidDataMicro"
         let book = Book(4242)
         // Index queries returning 20 books, a new value each round.
         func searches(_ name: String, _ query: @escaping @Sendable (Int) -> Query<Book>) -> MicroWorkload {
-            MicroWorkload(name, target: target) {
+            MicroWorkload(name) {
                 try await ManagerRunner { runner, operations in
                     for _ in 0..<operations {
                         runner.round += 1
@@ -126,23 +125,23 @@ extension MicroWorkload {
         // that must sort every match (e.g. ordered by rating) re-reads all 1250 books of the genre on each write.
         let observed = Query<Book>.filter(.genre == .string("mystery")).with(limit: 20)
         return [
-            .synchronous("codec-encode-book", target: target, operationsPerIteration: 1000) {
+            .synchronous("codec-encode-book", operationsPerIteration: 1000) {
                 ClosureRunner { operations in for _ in 0..<operations { consume(try EntityCodec.encode(book)) } }
             },
-            .synchronous("codec-decode-book", target: target, operationsPerIteration: 1000) {
+            .synchronous("codec-decode-book", operationsPerIteration: 1000) {
                 let encoded = try EntityCodec.encode(book)
                 return ClosureRunner { operations in
                     for _ in 0..<operations { consume(try EntityCodec.decode(Book.self, from: encoded)) }
                 }
             },
-            .synchronous("index-terms-book", target: target, operationsPerIteration: 1000) {
+            .synchronous("index-terms-book", operationsPerIteration: 1000) {
                 let names = Array(Book.IndexName.allCases)
                 return ClosureRunner { operations in
                     for _ in 0..<operations { consume(indexTerms(of: book, names: names)) }
                 }
             },
             // CoreManager over a DiskStore of 10k books.
-            MicroWorkload("manager-get-by-id", target: target, operationsPerIteration: 1000) {
+            MicroWorkload("manager-get-by-id", operationsPerIteration: 1000) {
                 try await ManagerRunner { runner, operations in
                     var draws = Draws()
                     for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
@@ -154,7 +153,7 @@ extension MicroWorkload {
             searches("manager-search-rating-range-limit20") { round in
                 .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
             },
-            MicroWorkload("continuous-query-update", target: target, countedOperations: 200) {
+            MicroWorkload("continuous-query-update", countedOperations: 200) {
                 let runner = try await ManagerRunner { runner, operations in
                     var observer = runner.observer!
                     var target = runner.target!

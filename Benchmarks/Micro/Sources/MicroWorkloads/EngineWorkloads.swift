@@ -86,10 +86,9 @@ private func benchmarkPage() -> (records: [FuzzingSupport.Record], page: [UInt8]
 extension MicroWorkload {
     /// LucidEngine's workloads (target `LucidEngineMicro`).
     public static let engine: [MicroWorkload] = {
-        let target = "LucidEngineMicro"
         // B-tree insert: a batch of `perCommit` new keys (appended after the preloaded ones).
         func commits(_ name: String, perCommit: Int, operations: Int, mallocSlack: Int?) -> MicroWorkload {
-            .synchronous(name, target: target, operationsPerIteration: operations, mallocSlack: mallocSlack,
+            .synchronous(name, operationsPerIteration: operations, mallocSlack: mallocSlack,
                           countedOperations: perCommit == 1 ? 2_000 : 20) {
                 try EngineRunner { runner, operations in
                     for _ in 0..<operations {
@@ -105,14 +104,14 @@ extension MicroWorkload {
             commits("commit-batch-1000", perCommit: 1000, operations: 1, mallocSlack: 100),
             commits("put-single", perCommit: 1, operations: 1000, mallocSlack: nil),
             // B-tree lookup: a present key drawn from a fixed-seed generator, pages warm in the cache.
-            .synchronous("get-random-warm", target: target, operationsPerIteration: 1000) {
+            .synchronous("get-random-warm", operationsPerIteration: 1000) {
                 try EngineRunner { runner, operations in
                     var draws = Draws()
                     for _ in 0..<operations { consume(try runner.engine.get(key(draws.next(records)), in: keyspace)) }
                 }
             },
             // A scan of 1000 records from a start key that moves by 7919 records per scan.
-            .synchronous("scan-1000", target: target, mallocSlack: 100, countedOperations: 200) {
+            .synchronous("scan-1000", mallocSlack: 100, countedOperations: 200) {
                 try EngineRunner { runner, operations in
                     for _ in 0..<operations {
                         consume(try runner.engine.scan(in: keyspace, range: KeyRange(lower: .included(key(runner.scanStart))),
@@ -122,7 +121,7 @@ extension MicroWorkload {
                 }
             },
             // Page encode and decode with LZ4 (through the fuzzing SPI; see the note at the top).
-            .synchronous("page-encode-lz4", target: target, countedOperations: 200) {
+            .synchronous("page-encode-lz4", countedOperations: 200) {
                 let contents = benchmarkPage().records
                 return ClosureRunner { operations in
                     for _ in 0..<operations {
@@ -131,7 +130,7 @@ extension MicroWorkload {
                     }
                 }
             },
-            .synchronous("page-decode-lz4", target: target, countedOperations: 200) {
+            .synchronous("page-decode-lz4", countedOperations: 200) {
                 let page = benchmarkPage().page
                 return ClosureRunner { operations in
                     for _ in 0..<operations { consume(FuzzingSupport.decodePage(page, salt: pageSalt)) }

@@ -5,8 +5,6 @@
 public struct MicroWorkload: Sendable {
     /// The benchmark's name, as package-benchmark and the thresholds files know it.
     public let name: String
-    /// The package-benchmark target that runs it (the first part of its thresholds file's name).
-    public let target: String
     /// Operations per iteration: 1, or 1000 for the `.kilo` benchmarks whose operation is short. Printed figures
     /// are per operation; package-benchmark's stored thresholds are per iteration.
     public let operationsPerIteration: Int
@@ -22,24 +20,23 @@ public struct MicroWorkload: Sendable {
     public let make: @Sendable () async throws -> any MicroRunner
 
     /// A workload whose measured body is asynchronous.
-    public init(_ name: String, target: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
+    public init(_ name: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
                 countedOperations: Int = 2_000, make: @escaping @Sendable () async throws -> any MicroRunner) {
-        self.init(name, target, operationsPerIteration, mallocSlack, countedOperations, synchronous: false, make)
+        self.init(name, operationsPerIteration, mallocSlack, countedOperations, synchronous: false, make)
     }
 
     /// A workload whose measured body is synchronous (`make` sets it up synchronously too).
     public static func synchronous(
-        _ name: String, target: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
+        _ name: String, operationsPerIteration: Int = 1, mallocSlack: Int? = nil,
         countedOperations: Int = 2_000, make: @escaping @Sendable () throws -> any SynchronousMicroRunner
     ) -> MicroWorkload {
-        MicroWorkload(name, target, operationsPerIteration, mallocSlack, countedOperations, synchronous: true, make)
+        MicroWorkload(name, operationsPerIteration, mallocSlack, countedOperations, synchronous: true, make)
     }
 
-    private init(_ name: String, _ target: String, _ operationsPerIteration: Int, _ mallocSlack: Int?,
+    private init(_ name: String, _ operationsPerIteration: Int, _ mallocSlack: Int?,
                  _ countedOperations: Int, synchronous: Bool,
                  _ make: @escaping @Sendable () async throws -> any MicroRunner) {
         self.name = name
-        self.target = target
         self.operationsPerIteration = operationsPerIteration
         self.mallocSlack = mallocSlack
         self.countedOperations = countedOperations
