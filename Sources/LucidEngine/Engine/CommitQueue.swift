@@ -22,20 +22,31 @@ struct PendingCommit: Sendable {
 /// written, by a synchronous committer on its own thread (``tryLead()``): a lone commit then pays no wake-up of
 /// the writer thread and no wake-up back. Commits queued meanwhile wait for the writer thread, in order.
 final class CommitQueue: @unchecked Sendable {
-    // `pending`, `closed` and `busy` are only touched with `condition` locked.
+    // `pending`, `queuedBytes`, `closed` and `busy` are only touched with `condition` locked.
     private let condition = NSCondition()
     private var pending: [PendingCommit] = []
     private var closed = false
     /// Whether a group is being written (by the writer thread or a leading committer).
     private var busy = false
+    /// ``WriteBatch/approximateBytes`` of the batches in `pending`.
+    private var queuedBytes = 0
 
-    /// Adds a commit. Throws ``LucidError/Code/closed`` after ``close()``.
-    func enqueue(_ commit: PendingCommit) throws {
+    /// Adds a commit. With a `limit`, first waits while the queued batches (not counting a group being written)
+    /// hold more than `limit` bytes with this one (``WriteBatch/approximateBytes``); a batch is always admitted
+    /// into an empty queue. Throws ``LucidError/Code/closed`` after ``close()``, also when it closes during the
+    /// wait.
+    func enqueue(_ commit: PendingCommit, limit: Int? = nil) throws {
         condition.lock()
         defer { condition.unlock() }
+        let size = commit.batch.approximateBytes
+        if let limit {
+            while !closed && queuedBytes > 0 && queuedBytes + size > limit { condition.wait() }
+        }
         guard !closed else { throw LucidError.closed() }
         pending.append(commit)
-        condition.signal()
+        queuedBytes += size
+        // Broadcast: the writer waits on the same condition as committers held back by the limit.
+        condition.broadcast()
     }
 
     /// Waits for work and takes a group: the first waiting batch plus those after it while their total stays
@@ -62,6 +73,8 @@ final class CommitQueue: @unchecked Sendable {
         }
         let group = Array(pending[0..<n])
         pending.removeFirst(n)
+        queuedBytes -= group.reduce(0) { $0 + $1.batch.approximateBytes }
+        condition.broadcast()   // room for committers held back by a limit
         return group
     }
 
@@ -93,22 +106,55 @@ final class CommitQueue: @unchecked Sendable {
     }
 }
 
-/// A one-shot result box for synchronous waiters.
+/// A one-shot result: the first ``fulfill(_:)`` wins; threads block in ``wait()`` and tasks suspend in
+/// ``value()`` until it is set.
 final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // `result` and `waiters` are only touched with `condition` locked.
     private let condition = NSCondition()
     private var result: Result<T, LucidError>?
+    private var waiters: [CheckedContinuation<T, any Error>] = []
 
-    func fulfill(_ value: Result<T, LucidError>) {
+    /// Whether the result is set.
+    var isFulfilled: Bool {
         condition.lock()
-        result = value
-        condition.broadcast()
-        condition.unlock()
+        defer { condition.unlock() }
+        return result != nil
     }
 
+    /// Sets the result unless already set; wakes blocked threads and resumes suspended tasks.
+    func fulfill(_ value: Result<T, LucidError>) {
+        condition.lock()
+        guard result == nil else {
+            condition.unlock()
+            return
+        }
+        result = value
+        let resumed = waiters
+        waiters = []
+        condition.broadcast()
+        condition.unlock()
+        for waiter in resumed { waiter.resume(with: value.mapError { $0 as any Error }) }
+    }
+
+    /// Blocks the calling thread until the result is set.
     func wait() -> Result<T, LucidError> {
         condition.lock()
         defer { condition.unlock() }
         while result == nil { condition.wait() }
         return result!
+    }
+
+    /// Suspends the calling task until the result is set; returns its value or throws its error.
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            condition.lock()
+            guard let result else {
+                waiters.append(continuation)
+                condition.unlock()
+                return
+            }
+            condition.unlock()
+            continuation.resume(with: result.mapError { $0 as any Error })
+        }
     }
 }

@@ -139,6 +139,24 @@ public final class Engine: Sendable {
         return try box.wait().get()
     }
 
+    /// Queues `batch` for commit and returns without waiting for it to be written: the caller builds its next
+    /// batch while the writer thread writes this one (a bulk load's pipeline). The returned ticket completes once
+    /// the batch is committed (durable per the sync mode), or failed. Batches commit in submission order, after
+    /// those already queued, and are grouped with them (group commit).
+    ///
+    /// Blocks while the batches queued and not yet being written hold more than
+    /// ``EngineOptions/maxQueuedCommitBytes`` (back-pressure: a producer faster than the writer waits instead of
+    /// filling memory), so, like ``commitAndWait(_:)``, do not call it from the Swift concurrency pool. Costs
+    /// the batch's validation, O(operations), on the calling thread.
+    /// - Throws: ``LucidError/Code/invalidArgument`` (limits, as ``commit(_:)``), ``LucidError/Code/failedState``
+    ///   after an earlier write failure, ``LucidError/Code/closed``; nothing is queued then. Failures of the write
+    ///   itself come through the ticket.
+    public func submit(_ batch: WriteBatch) throws -> CommitTicket {
+        let ticket = CommitTicket()
+        try core.enqueue(batch, limit: core.options.maxQueuedCommitBytes) { [box = ticket.box] in box.fulfill($0) }
+        return ticket
+    }
+
     /// Stores one value (a batch of one put).
     @discardableResult
     public func put(_ value: [UInt8], forKey key: [UInt8], in keyspace: String,

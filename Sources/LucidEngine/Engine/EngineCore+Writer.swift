@@ -14,8 +14,19 @@ extension EngineCore {
                 write(group)
             }
             queue.finishGroup()
+            Self.release(group)
         }
     }
+
+    /// Drops a written group's batches. A large group's (a bulk load's) are freed on another thread: freeing
+    /// thousands of keys, values and terms is work the writer thread, a bulk load's bottleneck, need not do.
+    private static func release(_ group: consuming [PendingCommit]) {
+        guard group.reduce(0, { $0 + $1.batch.count }) >= releaseAsynchronouslyFrom else { return }
+        DispatchQueue.global(qos: .utility).async { [group] in _ = group.count }
+    }
+
+    /// Operations in a group from which ``release(_:)`` frees it on another thread.
+    private static let releaseAsynchronouslyFrom = 256
 
     /// Writes a commit on the calling thread when the writer is idle and nothing is queued (see
     /// ``CommitQueue/tryLead()``); returns false, having done nothing, otherwise.
@@ -126,11 +137,12 @@ extension EngineCore {
         let liveDelta = state.write { s in
             let firstSequence = s.lastSequence + 1
             let delta = s.publish(plan) { i in
-                let op = plan.operations[i], placement = placements[i]
+                // Fields read in place: a copy of the operation would retain and release its arrays.
+                let placement = placements[i]
                 return RecordLocation(
                     segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
-                    valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(op.value.count),
-                    hasTerms: !op.terms.isEmpty, sequence: firstSequence + UInt64(plan.batchOf[i]))
+                    valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(plan.operations[i].value.count),
+                    hasTerms: !plan.operations[i].terms.isEmpty, sequence: firstSequence + UInt64(plan.batchOf[i]))
             }
             s.lastSequence = sequence
             s.activeEnd = newEnd

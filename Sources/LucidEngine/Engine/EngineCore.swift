@@ -98,16 +98,28 @@ final class EngineCore: Sendable {
     func submit(_ batch: WriteBatch, forceSync: Bool = false, lead: Bool = false,
                 completion: @escaping @Sendable (Result<UInt64, LucidError>) -> Void) {
         do {
+            try enqueue(batch, forceSync: forceSync, lead: lead, completion: completion)
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    /// ``submit(_:forceSync:lead:completion:)`` that throws what fails before the batch is queued (closed,
+    /// invalid batch, failed state) instead of passing it to `completion`. With a `limit`, waits first while the
+    /// queue holds more than `limit` bytes (``CommitQueue/enqueue(_:limit:)``).
+    func enqueue(_ batch: WriteBatch, forceSync: Bool = false, lead: Bool = false, limit: Int? = nil,
+                 completion: @escaping @Sendable (Result<UInt64, LucidError>) -> Void) throws(LucidError) {
+        do {
             try checkOpen()
             try batch.validate()
             if let failed = failure.withLock({ $0 }) { throw Self.failedStateError(failed) }
             let commit = PendingCommit(batch: batch, forceSync: forceSync, completion: completion)
             if lead, writeLeading(commit) { return }
-            try queue.enqueue(commit)
+            try queue.enqueue(commit, limit: limit)
         } catch let error as LucidError {
-            completion(.failure(error))
+            throw error
         } catch {
-            completion(.failure(LucidError(code: .io, message: "\(error)")))
+            throw LucidError(code: .io, message: "\(error)")
         }
     }
 

@@ -65,6 +65,12 @@ public struct EngineOptions: Sendable {
     /// is cut off on close and roll. Recovery treats a tail of filler as the clean end of the log (FORMAT.md).
     /// Turn it off on copy-on-write file systems (btrfs, ZFS), where an overwrite allocates anyway.
     public var logPreallocationBytes: Int = Format.defaultLogPreallocationBytes
+    /// Bytes of batches (``WriteBatch``'s approximate encoded size) that ``Engine/submit(_:)`` lets wait for
+    /// the writer before it blocks its caller. Default 8 MiB: enough for the writer to take several batches of a
+    /// bulk load as one group while the next is built, and a bound on the memory a fast producer can fill. A batch
+    /// is always admitted into an empty queue, whatever its size. Other commits are bounded by their committers,
+    /// each waiting for its own.
+    public var maxQueuedCommitBytes: Int = 8 << 20
     /// What open does with damage. Default ``RecoveryMode/pointInTime``.
     public var recoveryMode: RecoveryMode = .pointInTime
     /// Create the store when the directory holds none. Default true.
@@ -94,6 +100,7 @@ public struct EngineOptions: Sendable {
         guard (4 << 10)...(1 << 20) ~= pageSize else {
             throw LucidError.invalidArgument("pageSize must be between 4 KiB and 1 MiB, not \(pageSize)")
         }
+        guard maxQueuedCommitBytes >= 0 else { throw LucidError.invalidArgument("maxQueuedCommitBytes must not be negative") }
         guard pageCacheBytes >= 0 else { throw LucidError.invalidArgument("pageCacheBytes must not be negative") }
         guard (1 << 20)...Format.maxSegmentSize ~= segmentSize else {
             throw LucidError.invalidArgument("segmentSize must be between 1 MiB and 1 GiB, not \(segmentSize)")

@@ -21,13 +21,12 @@ extension EngineState {
                 var putLocations: [RecordLocation] = []
                 putLocations.reserveCapacity(keys.count)
                 for (j, i) in run.operations.enumerated() {
-                    let op = plan.operations[i]
-                    switch op.kind {
+                    switch plan.operations[i].kind {   // read in place: a copy would retain the operation's arrays
                     case .put:
                         puts.append(keys[j])
                         putLocations.append(location(i))
                         liveDelta += AutoCompactionState.recordBytes(keyLength: keys[j].count,
-                                                                     valueLength: UInt32(op.value.count))
+                                                                     valueLength: UInt32(plan.operations[i].value.count))
                     case .delete:
                         if let old = keyspace.primary.removeValue(forKey: keys[j]) {
                             liveDelta -= AutoCompactionState.recordBytes(keyLength: keys[j].count,

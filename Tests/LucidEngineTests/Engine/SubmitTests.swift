@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+/// `Engine.submit` queues a batch and returns a ticket: batches commit in submission order, a failure reaches the
+/// failed batch's ticket and every later one, and `maxQueuedCommitBytes` holds a producer back.
+@Suite("Submitted commits")
+struct SubmitTests {
+    private static func batch(_ n: Int, records: Int = 10) -> WriteBatch {
+        var batch = WriteBatch()
+        for r in 0 ..< records {
+            batch.put(EngineTest.le64(UInt64(n)), forKey: Array("key-\(n)-\(r)".utf8), in: "ks",
+                      indexTerms: [IndexTerm(index: "n", value: .int(Int64(n)))])
+        }
+        return batch
+    }
+
+    @Test("tickets complete in submission order with consecutive sequences; the records are readable")
+    func ticketsInOrder() async throws {
+        try await EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .none))
+            defer { try? engine.close() }
+            let first = try engine.commitAndWait(Self.batch(1000))
+            let tickets = try (0 ..< 300).map { try engine.submit(Self.batch($0)) }
+            let last = try #require(tickets.last)
+            #expect(try last.wait() == first + 300)
+            // The last ticket's success implies every earlier one's: all are complete, in order.
+            #expect(tickets.allSatisfy { $0.isComplete })
+            var sequences: [UInt64] = []
+            for ticket in tickets { sequences.append(try await ticket.sequence) }
+            #expect(sequences == Array((first + 1) ... (first + 300)))
+            #expect(try engine.get(Array("key-299-9".utf8), in: "ks") == EngineTest.le64(299))
+            #expect(engine.count(in: "ks") == 301 * 10)
+            let indexed = try engine.records(matching: IndexQuery(keyspace: "ks", index: "n", condition: .equals(.int(7))))
+            #expect(indexed.count == 10)
+        }
+    }
+
+    @Test("what fails before queueing throws from submit, and nothing is queued")
+    func refusedAtSubmission() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .none))
+            var invalid = WriteBatch()
+            invalid.put([1], forKey: [1], in: "")
+            let error = #expect(throws: LucidError.self) { try engine.submit(invalid) }
+            #expect(error?.code == .invalidArgument)
+            #expect(engine.statistics.lastSequence == 0)
+            try engine.close()
+            let closed = #expect(throws: LucidError.self) { try engine.submit(Self.batch(0)) }
+            #expect(closed?.code == .closed)
+        }
+    }
+
+    @Test("a failed write fails its ticket and every later one; readers see exactly the batches acknowledged")
+    func failurePropagates() throws {
+        let fs = FaultFileSystem()
+        var options = EngineTest.options(sync: .none)
+        options.fileSystem = fs
+        let engine = try Engine.open(at: "/submit-store", options: options)
+        defer { try? engine.close() }
+        // The third write of a commit group after open fails.
+        fs.resetOperationCounts()
+        fs.failOperation([.write], nth: 3, errno: EIO)
+        let tickets = try (0 ..< 50).map { try engine.submit(Self.batch($0, records: 200)) }
+        var outcomes: [Result<UInt64, LucidError>] = []
+        for ticket in tickets {
+            do { outcomes.append(.success(try ticket.wait())) } catch let error as LucidError { outcomes.append(.failure(error)) }
+        }
+        let acknowledged = outcomes.prefix { if case .success = $0 { true } else { false } }.count
+        #expect(acknowledged >= 2 && acknowledged < 50, "two groups were written before the failing write")
+        let codes = outcomes.dropFirst(acknowledged).map { outcome -> LucidError.Code? in
+            if case .failure(let error) = outcome { error.code } else { nil }
+        }
+        #expect(codes.first == .io, "the failed write's own batch")
+        #expect(codes.allSatisfy { $0 == .io || $0 == .failedState }, "\(codes)")
+        #expect(fs.injectedFaultCount == 1)
+        // Nothing after the failure is visible; everything before it is.
+        for n in 0 ..< 50 {
+            let value = try engine.get(Array("key-\(n)-199".utf8), in: "ks")
+            #expect((value != nil) == (n < acknowledged), "batch \(n)")
+        }
+        let refused = #expect(throws: LucidError.self) { try engine.submit(Self.batch(99)) }
+        #expect(refused?.code == .failedState)
+    }
+
+    @Test("with maxQueuedCommitBytes 0 a submitter waits for an empty queue: one batch per commit group")
+    func limitHoldsProducerBack() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var options = EngineTest.options(sync: .none)
+            options.maxQueuedCommitBytes = 0
+            let engine = try Engine.open(at: dir, options: options)
+            defer { try? engine.close() }
+            let before = engine.statistics.groupsWritten
+            var last: CommitTicket?
+            for n in 0 ..< 200 { last = try engine.submit(Self.batch(n)) }
+            try #require(last).wait()
+            // Had two batches ever been queued together, the writer would have taken them as one group.
+            #expect(engine.statistics.groupsWritten - before == 200)
+            #expect(engine.count(in: "ks") == 200 * 10)
+        }
+    }
+
+    @Test("CommitQueue.enqueue with a limit blocks until the writer takes the queued batches, or the queue closes")
+    func queueLimitBlocks() throws {
+        let queue = CommitQueue()
+        try queue.enqueue(PendingCommit(batch: Self.batch(0), completion: { _ in }), limit: 0)   // an empty queue admits any batch
+        #expect(queue.takeGroup(extraBytes: 0)?.count == 1)
+        queue.finishGroup()
+        var big = WriteBatch()
+        big.put([UInt8](repeating: 0, count: 2 << 20), forKey: [1], in: "ks")
+        for closing in [false, true] {
+            // The queue holds more than 1 MiB: a submitter with that limit waits.
+            try queue.enqueue(PendingCommit(batch: big, completion: { _ in }))
+            let admitted = Mutex(false)
+            let done = ResultBox<Bool>()
+            let thread = Thread {
+                let result = Result<Bool, any Error> {
+                    try queue.enqueue(PendingCommit(batch: Self.batch(1), completion: { _ in }), limit: 1 << 20)
+                    return true
+                }.mapError { $0 as? LucidError ?? LucidError(code: .io, message: "\($0)") }
+                admitted.withLock { $0 = true }
+                done.fulfill(result)
+            }
+            thread.start()
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect(!admitted.withLock { $0 }, "admitted while the queue was over its limit (closing: \(closing))")
+            if closing {
+                queue.close()
+                #expect(throws: LucidError.self) { try done.wait().get() }
+            } else {
+                let group = try #require(queue.takeGroup(extraBytes: 0))
+                #expect(group.count == 1 && group[0].batch.count == 1, "the big batch alone")
+                queue.finishGroup()
+                #expect(try done.wait().get())
+                #expect(queue.takeGroup(extraBytes: 0)?.count == 1, "the admitted batch")
+                queue.finishGroup()
+            }
+        }
+    }
+}
