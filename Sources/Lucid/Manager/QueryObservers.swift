@@ -69,18 +69,33 @@ final class QueryObservers<E: LocalEntity>: Sendable {
     /// The observations a write of `changed` and removal of `removed` may affect: those whose filter the new
     /// values match, whose current result holds a written or removed identifier, or that skip an offset
     /// (any change before the window shifts it).
+    ///
+    /// The written and removed identifiers are gathered once; each result's identifiers are compared with them
+    /// directly when they are few (a typical write: no set to build per observation, whose generic hashing costs
+    /// more than the comparisons), else looked up in one set of them. O(observations × result × written) or
+    /// O(written + observations × result).
     func affected(changed: [E], removed: [E.Identifier]) -> [Observation] {
         let list = observations.withLock { $0.list }
+        guard !list.isEmpty else { return [] }
+        let touched = changed.map(\.identifier) + removed
+        let touchedSet = touched.count > Self.comparedDirectly ? DualHashSet(touched) : nil
         return list.filter { observation in
             if (observation.query.offset ?? 0) > 0 { return true }
             let current = observation.state.withLock { $0.current }
-            let ids = DualHashSet(current.entities.map(\.identifier))
-            if changed.contains(where: { ids.contains($0.identifier) }) { return true }
-            if removed.contains(where: { ids.contains($0) }) { return true }
+            let holdsTouched = current.entities.contains { entity in
+                let id = entity.identifier
+                if let touchedSet { return touchedSet.contains(id) }
+                return touched.contains { $0.dualEquals(id) }
+            }
+            if holdsTouched { return true }
             guard let evaluator = observation.evaluator else { return false }
             return changed.contains(where: evaluator.matches)
         }
     }
+
+    /// Up to this many written and removed identifiers, ``affected(changed:removed:)`` compares them with each
+    /// result's identifiers one by one instead of hashing them.
+    static var comparedDirectly: Int { 4 }
 
     /// Publishes `result` to an observation's observers if it differs from the current one.
     func publish(_ result: QueryResult<E>, to observation: Observation) {

@@ -54,6 +54,32 @@ struct ContinuousQueryTests {
         _ = temp
     }
 
+    @Test("a result entity written or removed among others is found, whether few or many are written at once")
+    func touchedAmongMany() async throws {
+        // The manager compares up to a few written identifiers with a result's one by one and hashes more: a write
+        // that only takes an entity out of the filter (so the filter alone does not flag it) must refresh either way.
+        let (manager, temp) = try CoreManagerTests.manager()
+        try await manager.set((1...3).map { Book.remote($0, "x\($0)", genre: "x") } + (10...30).map { Book.remote($0, "y\($0)", genre: "y") })
+        let (collector, task) = try await Self.observe(manager, Query<Book>.filter(.genre == .string("x")).order([.asc(by: .title)]))
+        #expect(await Self.eventually { await collector.last == ["x1", "x2", "x3"] })
+        for (written, leaving) in [(1, 1), (4, 2), (5, 3)] {
+            // `leaving` goes to genre "y" together with `written - 1` entities that stay out of the filter.
+            let others = (0 ..< written - 1).map { Book.remote(10 + $0, "y\(10 + $0)", genre: "y") }
+            try await manager.set(others + [Book.remote(leaving, "x\(leaving)", genre: "y")])
+            let expected = (leaving + 1 ..< 4).map { "x\($0)" }
+            #expect(await Self.eventually { await collector.last == expected }, "\(written) written")
+        }
+        // Removals: one alone, then one among six.
+        try await manager.set((1...3).map { Book.remote($0, "x\($0)", genre: "x") })
+        #expect(await Self.eventually { await collector.last == ["x1", "x2", "x3"] })
+        try await manager.remove(atID: .remote(2))
+        #expect(await Self.eventually { await collector.last == ["x1", "x3"] })
+        try await manager.remove((20...24).map { Book.Identifier.remote($0) } + [.remote(3)])
+        #expect(await Self.eventually { await collector.last == ["x1"] })
+        task.cancel()
+        _ = temp
+    }
+
     @Test("an offset window shifts when something sorts before it")
     func offsetWindow() async throws {
         let (manager, temp) = try CoreManagerTests.manager()
