@@ -17,7 +17,7 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// The batch's records in the order their keys were first written (nil: a delete).
     private(set) var writes: [(key: [UInt8], entity: E?)] = []
     /// Where each key the batch wrote is in `writes`.
-    private var position: [[UInt8]: Int] = [:]
+    private var position: [ByteKey: Int] = [:]
     /// The keys of the batch's live records that carry a local value, by that value (compared by its bytes, as
     /// everywhere in identifiers: `"e\u{301}"` and `"\u{e9}"` are two ids).
     private var localKeys: [ByteString: [[UInt8]]] = [:]
@@ -31,11 +31,11 @@ struct DiskBatchOverlay<E: LocalEntity> {
 
     /// Writes `entity` (nil: deletes the record) under `key`.
     mutating func write(_ entity: E?, forKey key: [UInt8]) {
-        if let i = position[key] {
+        if let i = position[ByteKey(key)] {
             if let local = writes[i].entity.flatMap({ Self.localKey($0.identifier) }) { forget(local, key) }
             writes[i].entity = entity
         } else {
-            position[key] = writes.count
+            position[ByteKey(key)] = writes.count
             writes.append((key, entity))
         }
         if let local = entity.flatMap({ Self.localKey($0.identifier) }) { localKeys[local, default: []].append(key) }
@@ -51,7 +51,7 @@ struct DiskBatchOverlay<E: LocalEntity> {
 
     /// Whether a record is under `key` now.
     func contains(_ key: [UInt8]) -> Bool {
-        if let i = position[key] { return writes[i].entity != nil }
+        if let i = position[ByteKey(key)] { return writes[i].entity != nil }
         return snapshot.contains(key, in: store.keyspace)
     }
 
@@ -60,17 +60,17 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// value, unless it has another remote id. The batch's own records come first; the snapshot's only under
     /// keys the batch has not touched.
     func locate(_ identifier: E.Identifier, storageKey: [UInt8]) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        if let i = position[storageKey] {
+        if let i = position[ByteKey(storageKey)] {
             if let entity = writes[i].entity { return (storageKey, entity) }
         } else if let entity = try store.fetch(storageKey, in: snapshot) {
             return (storageKey, entity)
         }
         guard let local = Self.localKey(identifier) else { return nil }
         for key in localKeys[local] ?? [] where DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
-            if let i = position[key], let entity = writes[i].entity { return (key, entity) }
+            if let i = position[ByteKey(key)], let entity = writes[i].entity { return (key, entity) }
         }
         guard let key = store.localRecordKey(identifier, storageKey: storageKey, in: snapshot,
-                                             skipping: { position[$0] != nil }) else { return nil }
+                                             skipping: { position[ByteKey($0)] != nil }) else { return nil }
         return try store.fetch(key, in: snapshot).map { (key, $0) }
     }
 }
