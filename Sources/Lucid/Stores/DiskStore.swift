@@ -191,10 +191,10 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     private func prepareRemove(_ identifiers: [E.Identifier]) throws(StoreError) -> WriteBatch {
         let snapshot = try openSnapshot()
         var batch = WriteBatch()
-        var seen = Set<[UInt8]>()
+        var seen = Set<ByteKey>()
         for identifier in identifiers {
             // Every record equal to the id: also a copy still filed under its local value alone.
-            for key in locateKeys(identifier, in: snapshot) where seen.insert(key).inserted { batch.delete(key, in: keyspace) }
+            for key in locateKeys(identifier, in: snapshot) where seen.insert(ByteKey(key)).inserted { batch.delete(key, in: keyspace) }
         }
         return batch
     }
