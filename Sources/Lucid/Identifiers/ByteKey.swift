@@ -9,6 +9,8 @@ struct ByteKey: Hashable, Sendable {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// The bytes alone, not their count: right for a key hashed whole. A type that hashes two of them in a row
+    /// must add the counts, or every split of the same bytes collides.
     func hash(into hasher: inout Hasher) {
         bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }

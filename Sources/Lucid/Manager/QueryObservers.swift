@@ -72,24 +72,54 @@ final class QueryObservers<E: LocalEntity>: Sendable {
     ///
     /// The written and removed identifiers are gathered once; each result's identifiers are compared with them
     /// directly when they are few (a typical write: no set to build per observation, whose generic hashing costs
-    /// more than the comparisons), else looked up in one set of them. O(observations × result × written) or
-    /// O(written + observations × result).
+    /// more than the comparisons), else looked up by their halves (``TouchedHalves``, the same answers).
+    /// O(observations × result × written) or O(written + observations × result).
     func affected(changed: [E], removed: [E.Identifier]) -> [Observation] {
         let list = observations.withLock { $0.list }
         guard !list.isEmpty else { return [] }
         let touched = changed.map(\.identifier) + removed
-        let touchedSet = touched.count > Self.comparedDirectly ? DualHashSet(touched) : nil
+        let halves = touched.count > Self.comparedDirectly ? TouchedHalves(touched) : nil
         return list.filter { observation in
             if (observation.query.offset ?? 0) > 0 { return true }
             let current = observation.state.withLock { $0.current }
             let holdsTouched = current.entities.contains { entity in
                 let id = entity.identifier
-                if let touchedSet { return touchedSet.contains(id) }
+                if let halves { return halves.contains(id) }
                 return touched.contains { $0.dualEquals(id) }
             }
             if holdsTouched { return true }
             guard let evaluator = observation.evaluator else { return false }
             return changed.contains(where: evaluator.matches)
+        }
+    }
+
+    /// Identifiers looked up by their halves: `contains(id)` is `touched.contains { $0.dualEquals(id) }` (equal
+    /// remote halves when both have one, else equal local halves), in O(1) hash lookups. A `DualHashSet` is not:
+    /// it merges identifiers that share a half, so of `(local a, remote 5)` and `(local b, remote 5)` it keeps
+    /// `(a, 5)` and no longer finds `local b`.
+    struct TouchedHalves {
+        private var remotes = Set<E.Identifier.RemoteKey>()
+        /// Local halves of the identifiers without a remote half: they equal any identifier with that local half.
+        private var localsAlone = Set<E.Identifier.LocalKey>()
+        /// Local halves of the identifiers with a remote half: they equal only identifiers without a remote half.
+        private var localsWithRemote = Set<E.Identifier.LocalKey>()
+
+        init(_ identifiers: [E.Identifier]) {
+            for id in identifiers {
+                if let remote = id.remoteKey {
+                    remotes.insert(remote)
+                    if let local = id.localKey { localsWithRemote.insert(local) }
+                } else if let local = id.localKey {
+                    localsAlone.insert(local)
+                }
+            }
+        }
+
+        /// Whether some identifier of the set `dualEquals` `id`.
+        func contains(_ id: E.Identifier) -> Bool {
+            if let remote = id.remoteKey, remotes.contains(remote) { return true }
+            guard let local = id.localKey else { return false }
+            return localsAlone.contains(local) || (id.remoteKey == nil && localsWithRemote.contains(local))
         }
     }
 

@@ -17,27 +17,28 @@ import Darwin
 /// Identifiers are recorded by their halves, as ``DualHashDictionary`` keys them (a record found by the remote
 /// half first, else by the local half unless it carries another remote half; a write with both halves joins
 /// what was recorded under each, the halves recorded first kept), but in plain dictionaries keyed by the halves'
-/// bytes, so that the clock costs a few hash lookups per write even where the manager's entity type is not
-/// specialized. A write records both halves it knows in the current generation, so a record found there is the
+/// bytes (a local value's UTF-8, as identifiers compare them: `"e\u{301}"` and `"\u{e9}"` are two ids), so that
+/// the clock costs a few hash lookups per write even where the manager's entity type is not specialized. A write records both halves it knows in the current generation, so a record found there is the
 /// newest for its identifier, and one found only in the previous generation is the newest too.
 ///
 /// What forgetting loses besides timestamps: which halves go together. After the generation that linked an
 /// entity's local and remote halves is forgotten, a write naming it by one half only is judged by what is
 /// recorded under that half (or by the floor), so a write by the other half alone may pass it. Writes that name
-/// an entity by a half its record holds (its remote value, with or without the local one) are ordered exactly.
+/// an entity by a half its record holds (its remote value, with or without the local one) are never admitted out
+/// of order (a forgotten one's may be refused: it is judged against the floor).
 struct WriteClock {
     /// What is recorded under a half: the last timestamp and the other half known with it.
-    private struct Stamp<Other: Hashable> {
+    private struct Stamp {
         var time: UInt64
-        var other: Other?
+        var other: ByteKey?
     }
 
     /// The records of one generation.
     private struct Generation {
-        /// By remote half (the identifier's storage key, `r` + remote bytes): timestamp and local value.
-        var byRemote: [ByteKey: Stamp<String>] = [:]
-        /// By local value: timestamp and the storage key of the remote half known with it.
-        var byLocal: [String: Stamp<ByteKey>] = [:]
+        /// By remote half (the identifier's storage key, `r` + remote bytes): timestamp and local value (UTF-8).
+        var byRemote: [ByteKey: Stamp] = [:]
+        /// By local value (UTF-8): timestamp and the storage key of the remote half known with it.
+        var byLocal: [ByteKey: Stamp] = [:]
         /// The newest timestamp recorded in this generation.
         var newest: UInt64 = 0
 
@@ -73,7 +74,7 @@ struct WriteClock {
     mutating func admit(_ identifier: some EntityIdentifierProtocol, at timestamp: UInt64) -> Bool {
         let storageKey = identifier.storageKey
         let remote = storageKey.first == 0x72 ? ByteKey(storageKey) : nil
-        let local = identifier.localValue
+        let local = identifier.localValue.map { ByteKey(Array($0.utf8)) }
         // The record of this identifier: by its remote half, else by its local half unless that one was written
         // with another remote half (another entity).
         var previousTime: UInt64?

@@ -22,7 +22,7 @@ struct PendingCommit: Sendable {
 /// written, by a synchronous committer on its own thread (``tryLead()``): a lone commit then pays no wake-up of
 /// the writer thread and no wake-up back. Commits queued meanwhile wait for the writer thread, in order.
 final class CommitQueue: @unchecked Sendable {
-    // `pending`, `queuedBytes`, `closed` and `busy` are only touched with `condition` locked.
+    // `pending`, `queuedBytes`, the turns, `closed` and `busy` are only touched with `condition` locked.
     private let condition = NSCondition()
     private var pending: [PendingCommit] = []
     private var closed = false
@@ -30,17 +30,31 @@ final class CommitQueue: @unchecked Sendable {
     private var busy = false
     /// ``WriteBatch/approximateBytes`` of the batches in `pending`.
     private var queuedBytes = 0
+    /// Turns of the committers held by a limit: the next to arrive, and the one whose turn it is.
+    private var nextArrival: UInt64 = 0
+    private var nextAdmitted: UInt64 = 0
 
-    /// Adds a commit. With a `limit`, first waits while the queued batches (not counting a group being written)
-    /// hold more than `limit` bytes with this one (``WriteBatch/approximateBytes``); a batch is always admitted
-    /// into an empty queue. Throws ``LucidError/Code/closed`` after ``close()``, also when it closes during the
-    /// wait.
+    /// Adds a commit. With a `limit`, first waits while the queue is not empty and the queued batches (not counting
+    /// a group being written) would hold more than `limit` bytes with this one (``WriteBatch/approximateBytes``):
+    /// a batch is always admitted into an empty queue. Committers held by a limit are admitted in the order they
+    /// arrived (a large batch is not overtaken by smaller ones forever); commits without a limit are never held.
+    /// Throws ``LucidError/Code/closed`` after ``close()``, also when it closes during the wait.
     func enqueue(_ commit: PendingCommit, limit: Int? = nil) throws {
         condition.lock()
         defer { condition.unlock() }
         let size = commit.batch.approximateBytes
         if let limit {
-            while !closed && queuedBytes > 0 && queuedBytes + size > limit { condition.wait() }
+            let turn = nextArrival
+            nextArrival &+= 1
+            // The next committer's turn once this one leaves the wait (admitted or closed); it still holds the lock
+            // until it has queued its batch or thrown, so the next one sees the queue with this batch in it.
+            defer {
+                nextAdmitted &+= 1
+                condition.broadcast()
+            }
+            while !closed && (turn != nextAdmitted || (queuedBytes > 0 && queuedBytes + size > limit)) {
+                condition.wait()
+            }
         }
         guard !closed else { throw LucidError.closed() }
         pending.append(commit)

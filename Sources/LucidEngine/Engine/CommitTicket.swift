@@ -18,12 +18,15 @@ public final class CommitTicket: Sendable {
 
     /// Blocks the calling thread until the batch is committed; returns its sequence number. Do not call from the
     /// Swift concurrency pool (use ``sequence`` there).
-    /// - Throws: the ``LucidError`` that failed the commit: ``LucidError/Code/io`` when its group's write or sync
-    ///   failed, ``LucidError/Code/failedState`` after an earlier failure, ``LucidError/Code/closed``.
+    /// - Throws: the ``LucidError`` that failed the commit: ``LucidError/Code/io`` when its group's write, sync or
+    ///   segment roll failed, ``LucidError/Code/corruption`` when a record the group replaces could not be read
+    ///   back (its index terms), ``LucidError/Code/failedState`` after an earlier failure. (Closing the engine
+    ///   writes every queued batch first, so a queued ticket never fails with `closed`.)
     @discardableResult
     public func wait() throws -> UInt64 { try box.wait().get() }
 
-    /// The batch's sequence number once it is committed; suspends the calling task until then.
+    /// The batch's sequence number once it is committed; suspends the calling task until then. Not cancellable:
+    /// a cancelled task waits for the commit all the same (the batch is queued and will be written).
     /// - Throws: as ``wait()``.
     public var sequence: UInt64 {
         get async throws { try await box.value() }

@@ -144,13 +144,16 @@ public final class Engine: Sendable {
     /// the batch is committed (durable per the sync mode), or failed. Batches commit in submission order, after
     /// those already queued, and are grouped with them (group commit).
     ///
-    /// Blocks while the batches queued and not yet being written hold more than
-    /// ``EngineOptions/maxQueuedCommitBytes`` (back-pressure: a producer faster than the writer waits instead of
-    /// filling memory), so, like ``commitAndWait(_:)``, do not call it from the Swift concurrency pool. Costs
-    /// the batch's validation, O(operations), on the calling thread.
+    /// Blocks while the queue is not empty and the batches queued and not yet being written would hold more than
+    /// ``EngineOptions/maxQueuedCommitBytes`` with this one (back-pressure: a producer faster than the writer
+    /// waits instead of filling memory; submitters held are admitted in arrival order), so, like
+    /// ``commitAndWait(_:)``, do not call it from the Swift concurrency pool. Costs the batch's validation,
+    /// O(operations), on the calling thread.
     /// - Throws: ``LucidError/Code/invalidArgument`` (limits, as ``commit(_:)``), ``LucidError/Code/failedState``
-    ///   after an earlier write failure, ``LucidError/Code/closed``; nothing is queued then. Failures of the write
-    ///   itself come through the ticket.
+    ///   when an earlier write failed before the call, ``LucidError/Code/closed`` (also when the engine closes
+    ///   while this call waits); nothing is queued then. Failures of the write itself come through the ticket,
+    ///   as does a failure that happens while this call waits for room (the batch is queued, and its ticket
+    ///   fails with `failedState`).
     public func submit(_ batch: WriteBatch) throws -> CommitTicket {
         let ticket = CommitTicket()
         try core.enqueue(batch, limit: core.options.maxQueuedCommitBytes) { [box = ticket.box] in box.fulfill($0) }

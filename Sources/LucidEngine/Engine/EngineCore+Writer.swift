@@ -14,19 +14,34 @@ extension EngineCore {
                 write(group)
             }
             queue.finishGroup()
-            Self.release(group)
+            release(consume group)
         }
     }
 
     /// Drops a written group's batches. A large group's (a bulk load's) are freed on another thread: freeing
-    /// thousands of keys, values and terms is work the writer thread, a bulk load's bottleneck, need not do.
-    private static func release(_ group: consuming [PendingCommit]) {
-        guard group.reduce(0, { $0 + $1.batch.count }) >= releaseAsynchronouslyFrom else { return }
-        DispatchQueue.global(qos: .utility).async { [group] in _ = group.count }
+    /// thousands of keys, values and terms is work the writer thread, a bulk load's bottleneck, need not do. At
+    /// most ``EngineCore/releaseSlots`` groups wait to be freed; past that the writer waits for one, so a fast
+    /// producer cannot pile up freed-but-not-yet-released memory.
+    private func release(_ group: consuming [PendingCommit]) {
+        guard group.reduce(0, { $0 + $1.batch.count }) >= Self.releaseAsynchronouslyFrom else { return }
+        let garbage = Garbage(group)
+        releaseSlots.wait()
+        DispatchQueue.global(qos: .utility).async { [releaseSlots] in
+            garbage.drop()
+            releaseSlots.signal()
+        }
     }
 
     /// Operations in a group from which ``release(_:)`` frees it on another thread.
     private static let releaseAsynchronouslyFrom = 256
+
+    /// A written group on its way to be freed by another thread. `@unchecked Sendable`: only the thread that
+    /// drops it touches it after the hand-off.
+    private final class Garbage: @unchecked Sendable {
+        private var group: [PendingCommit]?
+        init(_ group: consuming [PendingCommit]) { self.group = group }
+        func drop() { group = nil }
+    }
 
     /// Writes a commit on the calling thread when the writer is idle and nothing is queued (see
     /// ``CommitQueue/tryLead()``); returns false, having done nothing, otherwise.

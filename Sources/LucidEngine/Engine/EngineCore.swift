@@ -15,6 +15,8 @@ final class EngineCore: Sendable {
     let state: ReadWriteLock<EngineState>
     let writer: WriterState
     let queue = CommitQueue()
+    /// Written groups that may wait to be freed on another thread at once (see `EngineCore.release(_:)`).
+    let releaseSlots = DispatchSemaphore(value: 2)
     let failure = Mutex<LucidError?>(nil)
     let closedFlag = AtomicFlag()
     let lock: any FileLock

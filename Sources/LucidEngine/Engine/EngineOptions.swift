@@ -67,13 +67,14 @@ public struct EngineOptions: Sendable {
     public var logPreallocationBytes: Int = Format.defaultLogPreallocationBytes
     /// Bytes of batches (``WriteBatch``'s approximate encoded size) that ``Engine/submit(_:)`` lets wait for
     /// the writer before it blocks its caller. Default 4 MiB: enough for the writer to take several batches of a
-    /// bulk load as one group while the next is built, and a bound on the memory a fast producer can fill. A batch
-    /// is always admitted into an empty queue, whatever its size. Other commits are bounded by their committers,
-    /// each waiting for its own.
+    /// bulk load as one group while the next is built, and a bound on the memory a fast producer can fill. Outside
+    /// the bound: the group being written, a single batch larger than the limit (always admitted into an empty
+    /// queue), and up to two written groups waiting to be freed on another thread. Other commits are bounded by
+    /// their committers, each waiting for its own.
     ///
     /// Measured on a 1M-record random-key load in batches of 1,000 (`lucid-compare`): 0 (one batch queued at a
-    /// time) loaded slowest; 4 and 8 MiB alike; the memory still held after the load grew with the limit (per
-    /// record: 250 B at 0, 264 B at 4 MiB, 270 B at 8 MiB, 326 B at 32 MiB).
+    /// time) loaded slowest, 4 and 8 MiB alike, 32 MiB no faster; the memory still held after the load grew with
+    /// the limit (per record: 250 B at 0, 264 B at 4 MiB, 270 B at 8 MiB, 326 B at 32 MiB).
     public var maxQueuedCommitBytes: Int = 4 << 20
     /// What open does with damage. Default ``RecoveryMode/pointInTime``.
     public var recoveryMode: RecoveryMode = .pointInTime

@@ -76,6 +76,16 @@ struct WriteClockTests {
         }
     }
 
+    @Test("local values are told apart by their bytes, as identifiers are: canonically equal strings are two ids")
+    func localValuesByBytes() {
+        let box = ClockBox(WriteClock())
+        let composed = Book.Identifier.local("\u{e9}"), decomposed = Book.Identifier.local("e\u{301}")
+        #expect(!composed.dualEquals(decomposed))
+        #expect(box.admit(composed, at: 20))
+        #expect(box.admit(decomposed, at: 15), "another entity's first write")
+        #expect(!box.admit(composed, at: 18))
+    }
+
     @Test("a stale write is refused by either half once both are known together")
     func dualHalves() {
         let box = ClockBox(WriteClock())
