@@ -18,8 +18,9 @@ import Darwin
 /// half first, else by the local half unless it carries another remote half; a write with both halves joins
 /// what was recorded under each, the halves recorded first kept), but in plain dictionaries keyed by the halves'
 /// bytes (a local value's UTF-8, as identifiers compare them: `"e\u{301}"` and `"\u{e9}"` are two ids), so that
-/// the clock costs a few hash lookups per write even where the manager's entity type is not specialized. A write records both halves it knows in the current generation, so a record found there is the
-/// newest for its identifier, and one found only in the previous generation is the newest too.
+/// the clock costs a few hash lookups per write even where the manager's entity type is not specialized. A write
+/// records both halves it knows in the current generation, so a record found there is the newest for its
+/// identifier, and one found only in the previous generation is the newest too.
 ///
 /// What forgetting loses besides timestamps: which halves go together. After the generation that linked an
 /// entity's local and remote halves is forgotten, a write naming it by one half only is judged by what is

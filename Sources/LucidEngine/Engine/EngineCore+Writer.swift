@@ -20,8 +20,8 @@ extension EngineCore {
 
     /// Drops a written group's batches. A large group's (a bulk load's) are freed on another thread: freeing
     /// thousands of keys, values and terms is work the writer thread, a bulk load's bottleneck, need not do. At
-    /// most ``EngineCore/releaseSlots`` groups wait to be freed; past that the writer waits for one, so a fast
-    /// producer cannot pile up freed-but-not-yet-released memory.
+    /// most two groups wait to be freed (``EngineCore/releaseSlots``); past that the writer waits for one, so a
+    /// fast producer cannot pile up written groups that are not freed yet.
     private func release(_ group: consuming [PendingCommit]) {
         guard group.reduce(0, { $0 + $1.batch.count }) >= Self.releaseAsynchronouslyFrom else { return }
         let garbage = Garbage(group)

@@ -107,8 +107,8 @@ final class EngineCore: Sendable {
     }
 
     /// ``submit(_:forceSync:lead:completion:)`` that throws what fails before the batch is queued (closed,
-    /// invalid batch, failed state) instead of passing it to `completion`. With a `limit`, waits first while the
-    /// queue holds more than `limit` bytes (``CommitQueue/enqueue(_:limit:)``).
+    /// invalid batch, failed state) instead of passing it to `completion`. With a `limit`, first waits for room
+    /// in the queue, in arrival order (``CommitQueue/enqueue(_:limit:)``).
     func enqueue(_ batch: WriteBatch, forceSync: Bool = false, lead: Bool = false, limit: Int? = nil,
                  completion: @escaping @Sendable (Result<UInt64, LucidError>) -> Void) throws(LucidError) {
         do {
