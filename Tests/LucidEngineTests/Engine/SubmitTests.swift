@@ -17,6 +17,30 @@ struct SubmitTests {
         return batch
     }
 
+    /// One put of a 2 MiB value (more than the queue limits of the CommitQueue tests allow beside another batch).
+    private static let bigBatch: WriteBatch = {
+        var big = WriteBatch()
+        big.put([UInt8](repeating: 0, count: 2 << 20), forKey: [1], in: "ks")
+        return big
+    }()
+
+    /// Enqueues `batch` with `limit` on a new thread; `admitted` runs once it is queued. The box holds whether
+    /// it was queued, or the error that refused it.
+    private static func enqueueOnThread(_ queue: CommitQueue, _ batch: WriteBatch, limit: Int,
+                                        admitted: @escaping @Sendable () -> Void) -> ResultBox<Bool> {
+        let done = ResultBox<Bool>()
+        Thread {
+            do {
+                try queue.enqueue(PendingCommit(batch: batch, completion: { _ in }), limit: limit)
+                admitted()
+                done.fulfill(.success(true))
+            } catch {
+                done.fulfill(.failure(error as? LucidError ?? LucidError(code: .io, message: "\(error)")))
+            }
+        }.start()
+        return done
+    }
+
     @Test("tickets complete in submission order with consecutive sequences; the records are readable")
     func ticketsInOrder() async throws {
         try await EngineTest.withTemporaryDirectory { dir in
@@ -136,26 +160,15 @@ struct SubmitTests {
     @Test("committers held by a limit are admitted in arrival order: a large batch is not overtaken by small ones")
     func limitAdmitsInArrivalOrder() throws {
         let queue = CommitQueue()
-        var big = WriteBatch()
-        big.put([UInt8](repeating: 0, count: 2 << 20), forKey: [1], in: "ks")
-        try queue.enqueue(PendingCommit(batch: big, completion: { _ in }))   // over the limit below
+        try queue.enqueue(PendingCommit(batch: Self.bigBatch, completion: { _ in }))   // over the limit below
         let limit = 3 << 20   // the queued batch plus the large one exceed it; a small one alone would fit
         let admitted = Mutex<[Int]>([])
         var threads: [ResultBox<Bool>] = []
         // Committer 0 has a large batch, committers 1...6 small ones; they arrive in that order.
         for c in 0 ... 6 {
-            let done = ResultBox<Bool>()
-            let batch = c == 0 ? big : Self.batch(c)
-            Thread {
-                do {
-                    try queue.enqueue(PendingCommit(batch: batch, completion: { _ in }), limit: limit)
-                    admitted.withLock { $0.append(c) }
-                    done.fulfill(.success(true))
-                } catch {
-                    done.fulfill(.failure(LucidError(code: .io, message: "\(error)")))
-                }
-            }.start()
-            threads.append(done)
+            threads.append(Self.enqueueOnThread(queue, c == 0 ? Self.bigBatch : Self.batch(c), limit: limit) {
+                admitted.withLock { $0.append(c) }
+            })
             Thread.sleep(forTimeInterval: 0.05)   // arrival order
         }
         #expect(admitted.withLock { $0 }.isEmpty)
@@ -176,22 +189,11 @@ struct SubmitTests {
         try queue.enqueue(PendingCommit(batch: Self.batch(0), completion: { _ in }), limit: 0)   // an empty queue admits any batch
         #expect(queue.takeGroup(extraBytes: 0)?.count == 1)
         queue.finishGroup()
-        var big = WriteBatch()
-        big.put([UInt8](repeating: 0, count: 2 << 20), forKey: [1], in: "ks")
         for closing in [false, true] {
             // The queue holds more than 1 MiB: a submitter with that limit waits.
-            try queue.enqueue(PendingCommit(batch: big, completion: { _ in }))
+            try queue.enqueue(PendingCommit(batch: Self.bigBatch, completion: { _ in }))
             let admitted = Mutex(false)
-            let done = ResultBox<Bool>()
-            let thread = Thread {
-                let result = Result<Bool, any Error> {
-                    try queue.enqueue(PendingCommit(batch: Self.batch(1), completion: { _ in }), limit: 1 << 20)
-                    return true
-                }.mapError { $0 as? LucidError ?? LucidError(code: .io, message: "\($0)") }
-                admitted.withLock { $0 = true }
-                done.fulfill(result)
-            }
-            thread.start()
+            let done = Self.enqueueOnThread(queue, Self.batch(1), limit: 1 << 20) { admitted.withLock { $0 = true } }
             Thread.sleep(forTimeInterval: 0.2)
             #expect(!admitted.withLock { $0 }, "admitted while the queue was over its limit (closing: \(closing))")
             if closing {
