@@ -10,15 +10,19 @@ struct FilterCheck: Sendable, Equatable {
     var error: QueryError?
     /// The distinct patterns of `~=` comparisons met before the first error, in the order met.
     var patterns: [String] = []
+    /// The filter, when it is one comparison of an index with an index value (``IndexComparison``).
+    var indexComparison: IndexComparison?
 
     init() {}
 
     init<E>(_ filter: Query<E>.Filter?) {
         guard let filter else { return }
-        walk(filter)
+        walk(filter, top: true)
     }
 
-    private mutating func walk<E>(_ filter: Query<E>.Filter) {
+    /// Walks `filter`, the whole filter when `top` (whose shape ``indexComparison`` records: one match of each
+    /// generic enum for both).
+    private mutating func walk<E>(_ filter: Query<E>.Filter, top: Bool = false) {
         guard error == nil else { return }
         switch filter {
         case .comparison(.identifier, let op, let value):
@@ -32,6 +36,7 @@ struct FilterCheck: Sendable, Equatable {
                 error = .invalidComparison("index \(name.rawValue) can only be compared with an index value")
                 return
             }
+            if top { indexComparison = IndexComparison(index: name.rawValue, op: op, value: v) }
             if case .array = v {
                 error = .invalidComparison("index \(name.rawValue) compared with an array: use >>")
                 return

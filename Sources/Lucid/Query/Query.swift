@@ -20,11 +20,22 @@ public struct Query<E: Entity>: Sendable, Equatable {
     /// What validating `filter` finds (see ``FilterCheck``).
     private(set) var filterCheck: FilterCheck
     /// Group the result by this index's value.
-    public var groupedBy: E.IndexName?
+    public var groupedBy: E.IndexName? {
+        get { groupName.flatMap(E.IndexName.init(rawValue:)) }
+        set { groupName = newValue?.rawValue }
+    }
+    /// `groupedBy`'s raw value. Stored as a `String`, not an `E.IndexName?`, so that `Query`'s layout does not
+    /// depend on `E`: the library's generic code, unspecialized for the app's entities, then copies and destroys
+    /// queries without looking `Query<E>`'s metadata up at run time (about 300 instructions a lookup).
+    private var groupName: String?
     /// Keep only the first occurrence of each identifier. (The original keeps only *repeated* ones, bug 1.15.1.)
     public var uniquely: Bool
     /// Sort keys, the first one primary. Default: ascending by identifier.
-    public var order: [Order]
+    public var order: [Order] {
+        didSet { orderShape = OrderShape(order) }
+    }
+    /// What the disk planner needs of `order` (see ``OrderShape``).
+    private(set) var orderShape: OrderShape
     /// Skip this many entities of the ordered result.
     public var offset: Int?
     /// Keep at most this many entities of the ordered result.
@@ -38,9 +49,10 @@ public struct Query<E: Entity>: Sendable, Equatable {
                 context: String? = nil) {
         self.filter = filter
         self.filterCheck = FilterCheck(filter)
-        self.groupedBy = groupedBy
+        self.groupName = groupedBy?.rawValue
         self.uniquely = uniquely
         self.order = order
+        self.orderShape = OrderShape(order)
         self.offset = offset
         self.limit = limit
         self.context = context
@@ -108,16 +120,8 @@ extension Query {
         case index(EntityIndexValue)
     }
 
-    /// A comparison operator.
-    public enum Operator: String, Sendable, Equatable {
-        case equalTo = "=="
-        case greaterThan = ">"
-        case greaterThanOrEqual = ">="
-        case lessThan = "<"
-        case lessThanOrEqual = "<="
-        /// Regular expression search (`~=`): the pattern may match anywhere; anchor it with `^…$`.
-        case match = "~="
-    }
+    /// A comparison operator (``QueryOperator``, the same for every entity type).
+    public typealias Operator = QueryOperator
 
     /// A filter expression.
     public indirect enum Filter: Sendable, Equatable {
@@ -160,4 +164,16 @@ extension Query {
         /// Descending by an indexed property.
         public static func desc(by index: E.IndexName) -> Order { .desc(by: .index(index)) }
     }
+}
+
+/// A comparison operator of a ``Query`` filter (`Query<E>.Operator`). Not nested in the generic `Query`, so that
+/// comparing operators in the library's generic code needs no metadata looked up at run time.
+public enum QueryOperator: String, Sendable, Equatable {
+    case equalTo = "=="
+    case greaterThan = ">"
+    case greaterThanOrEqual = ">="
+    case lessThan = "<"
+    case lessThanOrEqual = "<="
+    /// Regular expression search (`~=`): the pattern may match anywhere; anchor it with `^…$`.
+    case match = "~="
 }

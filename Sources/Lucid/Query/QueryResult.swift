@@ -4,22 +4,28 @@ public struct QueryResult<E: Entity>: Sendable, Equatable, Sequence {
     public let entities: [E]
     /// The group keys in order of first appearance (empty when the query was not grouped).
     public let groupKeys: [EntityIndexValue]
-    private let groupMap: [EntityIndexValue: [E]]
+    /// The groups; nil when ungrouped (no dictionary to make, nor its metadata to look up, per result).
+    private let groupMap: [EntityIndexValue: [E]]?
     /// The index the entities are grouped by, if any.
-    public let groupedBy: E.IndexName?
+    public var groupedBy: E.IndexName? { groupName.flatMap(E.IndexName.init(rawValue:)) }
+    /// `groupedBy`'s raw value, stored so that the result's layout does not depend on `E` (see ``Query``).
+    private let groupName: String?
 
     /// A result of `entities` (in the given order), grouped by `groupedBy` when set.
     public init(entities: [E], groupedBy: E.IndexName? = nil) {
         self.entities = entities
-        self.groupedBy = groupedBy
+        self.groupName = groupedBy?.rawValue
+        guard let groupedBy else {
+            groupKeys = []
+            groupMap = nil
+            return
+        }
         var keys: [EntityIndexValue] = []
         var map: [EntityIndexValue: [E]] = [:]
-        if let groupedBy {
-            for entity in entities {
-                let key = entity.entityIndexValue(for: groupedBy)
-                if map[key] == nil { keys.append(key) }
-                map[key, default: []].append(entity)
-            }
+        for entity in entities {
+            let key = entity.entityIndexValue(for: groupedBy)
+            if map[key] == nil { keys.append(key) }
+            map[key, default: []].append(entity)
         }
         groupKeys = keys
         groupMap = map
@@ -40,14 +46,14 @@ public struct QueryResult<E: Entity>: Sendable, Equatable, Sequence {
     public var isEmpty: Bool { entities.isEmpty }
 
     /// The groups: key → entities in order. An ungrouped result has no groups.
-    public var groups: [EntityIndexValue: [E]] { groupMap }
+    public var groups: [EntityIndexValue: [E]] { groupMap ?? [:] }
 
     /// The entities of one group.
-    public func group(_ key: EntityIndexValue) -> [E] { groupMap[key] ?? [] }
+    public func group(_ key: EntityIndexValue) -> [E] { groupMap?[key] ?? [] }
 
     public func makeIterator() -> IndexingIterator<[E]> { entities.makeIterator() }
 
     public static func == (lhs: QueryResult, rhs: QueryResult) -> Bool {
-        lhs.entities == rhs.entities && lhs.groupedBy == rhs.groupedBy
+        lhs.entities == rhs.entities && lhs.groupName == rhs.groupName
     }
 }

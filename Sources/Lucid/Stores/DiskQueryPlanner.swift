@@ -21,30 +21,29 @@ struct DiskQueryPlanner<E: LocalEntity> {
     func run() throws(StoreError) -> QueryResult<E> {
         let offset = query.offset ?? 0
         let window = query.limit.map { offset + $0 }
-        let orderedByIdentifier: Bool? = switch query.order.first {
-        case .asc(by: .identifier)?, .natural?, nil: true
-        case .desc(by: .identifier)?: false
-        default: nil
-        }
+        // The query's shape, worked out when its filter and order were set, as plain values (matching the
+        // generic enums here would look their metadata up at run time).
+        let shape = query.orderShape
+        let comparison = query.filterCheck.indexComparison
+        let orderedByIdentifier = shape.byIdentifier
 
-        if let ascending = orderedByIdentifier, !query.uniquely,
-           case .comparison(.index(let name), .equalTo, .index(let value))? = query.filter {
+        if let ascending = orderedByIdentifier, !query.uniquely, let comparison, comparison.op == .equalTo {
             // One term's index entries (term ‖ primary key) are in primary-key order: the window is the first
             // `window` of them, with no key set to build and sort.
-            let keys = snapshot.keys(matching: IndexQuery(keyspace: keyspace, index: name.rawValue,
-                                                          condition: condition(.equalTo, value),
+            let keys = snapshot.keys(matching: IndexQuery(keyspace: keyspace, index: comparison.index,
+                                                          condition: condition(.equalTo, comparison.value),
                                                           reverse: !ascending, limit: window))
             let page = Array(keys.dropFirst(min(offset, keys.count)))
             return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
         }
 
-        if !query.uniquely, case .index(let orderName)?? = firstOrderIndex, let window,
-           case .comparison(.index(let name), let op, .index(let value))? = query.filter, op != .match,
-           name == orderName, isSingleTerm(name) {
+        if !query.uniquely, let orderName = shape.firstIndex, let window, let comparison, comparison.op != .match,
+           comparison.index == orderName, isSingleTerm(orderName) {
             // A comparison on the index the result is ordered by: walk just the entries it matches, in order.
             // With one term per record, a record's sort key is its only term, so the records this walk meets
             // first are the ones the full candidate set would sort first (see `isSingleTerm`).
-            let walked = try walkIndex(name, condition: condition(op, value), keys: nil, window: window)
+            let walked = try walkIndex(orderName, condition: condition(comparison.op, comparison.value), keys: nil,
+                                       window: window)
             return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
         }
 
@@ -61,7 +60,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let page = Array(keys.dropFirst(min(offset, keys.count)))
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
-            if case .index(let name)?? = firstOrderIndex, let window {
+            if let name = shape.firstIndex, let window {
                 let walked = try walkIndex(name, keys: nil, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
@@ -76,7 +75,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let page = Array(sorted[min(offset, end)..<end])
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
-            if exact, case .index(let name)?? = firstOrderIndex, let window, keys.count > 2 * window + 64 {
+            if exact, let name = shape.firstIndex, let window, keys.count > 2 * window + 64 {
                 let walked = try walkIndex(name, keys: keys, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
@@ -86,27 +85,12 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
     }
 
-    /// `.index(name)` when the first order key is an index (`.some(nil)` for other orders).
-    @inline(__always)
-    private var firstOrderIndex: Query<E>.Property?? {
-        switch query.order.first {
-        case .asc(by: let p)?, .desc(by: let p)?: p
-        default: .some(nil)
-        }
-    }
-
-    @inline(__always)
-    private var descending: Bool {
-        if case .desc? = query.order.first { return true }
-        return false
-    }
-
     /// Whether every record of the keyspace has exactly one term in index `name` (as many entries as records:
     /// the store writes at least one term per index name for every entity, a `null` one for an absent value).
     /// Then walking only the entries a condition matches meets each matching record at its sort key.
     @inline(__always)
-    private func isSingleTerm(_ name: E.IndexName) -> Bool {
-        snapshot.entryCount(keyspace: keyspace, index: name.rawValue) == snapshot.count(in: keyspace)
+    private func isSingleTerm(_ name: String) -> Bool {
+        snapshot.entryCount(keyspace: keyspace, index: name) == snapshot.count(in: keyspace)
     }
 
     /// Walks the entries of index `name` matching `condition` in the query's direction, keeping records in
@@ -115,7 +99,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// smallest term ascending, its largest descending, under `.any`).
     /// `inResultOrder`: the entities come in the result's order already (see below), so the evaluator need not
     /// sort them again.
-    private func walkIndex(_ name: E.IndexName, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
+    private func walkIndex(_ name: String, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool) {
         var seen = Set<[UInt8]>()
         // With one term per record, the walk meets each record once: no set of the keys met is needed.
@@ -126,8 +110,9 @@ struct DiskQueryPlanner<E: LocalEntity> {
         // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
         // the ties past the boundary need not be read. (Descending, a term's entries come in descending key
         // order, so every tie is collected for the final sort.)
-        let inResultOrder = !descending && query.order.count == 1
-        snapshot.forEachIndexEntry(keyspace: keyspace, index: name.rawValue, condition: condition,
+        let descending = query.orderShape.descending
+        let inResultOrder = !descending && query.orderShape.count == 1
+        snapshot.forEachIndexEntry(keyspace: keyspace, index: name, condition: condition,
                                    reverse: descending) { value, key in
             if let boundary, value != boundary { return false }
             guard keys?.contains(key) ?? true, distinct || seen.insert(key).inserted else { return true }
@@ -223,7 +208,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     /// The index condition of `index op value`, bounded to `value`'s type (values of other types never match).
-    private func condition(_ op: Query<E>.Operator, _ value: EntityIndexValue) -> IndexCondition {
+    private func condition(_ op: QueryOperator, _ value: EntityIndexValue) -> IndexCondition {
         let v = value.indexValue
         let (low, high) = Self.typeBounds(value)
         switch op {

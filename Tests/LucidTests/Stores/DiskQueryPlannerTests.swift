@@ -51,6 +51,13 @@ struct DiskQueryPlannerTests {
                     queries.append(windowed(.filter(filter).order([.asc(by: .rating), .desc(by: .pages)])))
                 }
             }
+            // The order set before the filter, and a filter or order replaced: the planner's view of the query
+            // must follow each change.
+            queries.append(windowed(Query<Book>.all.order([.desc(by: .rating)]).filter(.rating >= .double(1))))
+            queries.append(windowed(Query<Book>.filter(.genre == .string("poetry")).order([.asc(by: .rating)])
+                .filter(.rating < .double(2)).order([.asc(by: .identifier)])))
+            queries.append(windowed(Query<Book>.filter(.rating > .double(0.5)).order([.asc(by: .rating)])
+                .filter(.genre == .string("history"))))
             for tag in ["a", "c"] {
                 queries.append(windowed(.filter(.tags >= .string(tag)).order([.asc(by: .tags)])))
                 queries.append(windowed(.filter(.tags < .string(tag)).order([.desc(by: .tags)])))

@@ -161,6 +161,15 @@ struct StoreConformanceTests {
         #expect(grouped.groupKeys == [.string("scifi"), .string("romance")])
         #expect(grouped.group(.string("scifi")).map(\.title) == ["Solaris", "Neuromancer", "Dune"])
         #expect(grouped.group(.string("romance")).map(\.title) == ["Persuasion", "Emma"])
+        #expect(grouped.groupedBy == .genre)
+        // An ungrouped result has no groups; a query's grouping can be set and cleared.
+        let ungrouped = try await store.search(.filter(.pages < .int(480)))
+        #expect(ungrouped.groupedBy == nil && ungrouped.groupKeys.isEmpty && ungrouped.groups.isEmpty)
+        #expect(ungrouped.group(.string("scifi")).isEmpty)
+        var regrouped = Query<Book>.all.grouped(by: .tags)
+        #expect(regrouped.groupedBy == .tags)
+        regrouped.groupedBy = nil
+        #expect(regrouped.groupedBy == nil && regrouped == Query<Book>.all)
         _ = holder
     }
 
