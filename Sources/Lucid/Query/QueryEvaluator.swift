@@ -174,7 +174,7 @@ struct QueryEvaluator<E: Entity> {
     /// The slice `[offset, offset + limit)` of `list`.
     static func window(_ list: [E], offset: Int?, limit: Int?) -> [E] {
         let start = min(max(offset ?? 0, 0), list.count)
-        let end = limit.map { min(list.count, start + max($0, 0)) } ?? list.count
+        let end = limit.map { start + min(list.count - start, max($0, 0)) } ?? list.count   // no overflow at .max
         return Array(list[start..<end])
     }
 

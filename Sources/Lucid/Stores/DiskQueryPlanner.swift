@@ -20,7 +20,11 @@ struct DiskQueryPlanner<E: LocalEntity> {
 
     func run() throws(StoreError) -> QueryResult<E> {
         let offset = query.offset ?? 0
-        let window = query.limit.map { offset + $0 }
+        // Saturating: a limit of `Int.max` with an offset means "all the rest", not an overflow.
+        let window = query.limit.map { limit in
+            let (sum, overflow) = offset.addingReportingOverflow(limit)
+            return overflow ? Int.max : sum
+        }
         // The query's shape, worked out when its filter and order were set, as plain values (matching the
         // generic enums here would look their metadata up at run time).
         let shape = query.orderShape

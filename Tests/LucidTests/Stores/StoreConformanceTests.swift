@@ -153,6 +153,15 @@ struct StoreConformanceTests {
         #expect(try await titles(store, .all.order([.desc(by: .identifier)]).with(limit: 2)) == ["Solaris", "Persuasion"])
         #expect(try await titles(store, .all.with(offset: 5)) == ["Persuasion", "Solaris"])
         #expect(try await titles(store, .all.with(offset: 50)).isEmpty)
+        // A limit of Int.max with an offset is "all the rest" (offset + limit must not overflow), on each path:
+        // identifier order, one index term, a walk of the index the result is ordered by, a key set.
+        for unlimited: Query<Book> in [.all, .filter(.genre == .string("scifi")),
+                                       .filter(.pages >= .int(0)).order([.asc(by: .pages)]),
+                                       .filter(.genre == .string("scifi") || .genre == .string("romance"))] {
+            let rest = try await titles(store, unlimited.with(offset: 1))
+            #expect(!rest.isEmpty)
+            #expect(try await titles(store, unlimited.with(offset: 1).with(limit: .max)) == rest)
+        }
         #expect(try await titles(store, .all.with(limit: 0)).isEmpty)
         // Absent values sort first ascending; arrays by their smallest element ascending, largest descending.
         #expect(try await titles(store, .all.order([.asc(by: .genre), .desc(by: .pages)]).with(limit: 3)) == ["Ulysses", "Emma", "Persuasion"])
