@@ -33,12 +33,17 @@ struct DiskQueryPlanner<E: LocalEntity> {
 
         if let ascending = orderedByIdentifier, !query.uniquely, let comparison, comparison.op == .equalTo {
             // One term's index entries (term ‖ primary key) are in primary-key order: the window is the first
-            // `window` of them, with no key set to build and sort.
-            let keys = snapshot.keys(matching: IndexQuery(keyspace: keyspace, index: comparison.index,
-                                                          condition: condition(.equalTo, comparison.value),
-                                                          reverse: !ascending, limit: window))
-            let page = Array(keys.dropFirst(min(offset, keys.count)))
-            return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
+            // `window` of them, with no key set to build and sort. Each key goes from the index to the cache's
+            // probe as it is met (no array per key the cache answers).
+            var batch = FetchBatch(capacity: query.limit ?? 16, at: snapshot.sequence)
+            snapshot.forEachKey(matching: IndexQuery(keyspace: keyspace, index: comparison.index,
+                                                     condition: condition(.equalTo, comparison.value),
+                                                     reverse: !ascending, offset: offset, limit: query.limit)) { key in
+                store.add(key, to: &batch)
+                return true
+            }
+            return evaluator.result(fromMatching: try store.entities(of: batch, in: snapshot), alreadyOrdered: true,
+                                    alreadyPaginated: true)
         }
 
         if !query.uniquely, let orderName = shape.firstIndex, let window, let comparison, comparison.op != .match,
@@ -108,7 +113,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
         var seen = Set<[UInt8]>()
         // With one term per record, the walk meets each record once: no set of the keys met is needed.
         let distinct = isSingleTerm(name)
-        var picked: [[UInt8]] = []
+        // Each key picked goes from the index to the cache's probe as it is met (copied only when needed).
+        var picked = FetchBatch(capacity: window, at: snapshot.sequence)
         var boundary: IndexValue?
         // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
         // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
@@ -116,18 +122,22 @@ struct DiskQueryPlanner<E: LocalEntity> {
         // order, so every tie is collected for the final sort.)
         let descending = query.orderShape.descending
         let inResultOrder = !descending && query.orderShape.count == 1
-        snapshot.forEachIndexEntry(keyspace: keyspace, index: name, condition: condition,
-                                   reverse: descending) { value, key in
+        snapshot.forEachEntry(keyspace: keyspace, index: name, condition: condition, reverse: descending) { value, raw in
             if let boundary, value != boundary { return false }
-            guard keys?.contains(key) ?? true, distinct || seen.insert(key).inserted else { return true }
-            picked.append(key)
+            var copy: [UInt8]?
+            if keys != nil || !distinct {
+                let key = Array(raw)
+                guard keys?.contains(key) ?? true, distinct || seen.insert(key).inserted else { return true }
+                copy = key
+            }
+            store.add(raw, copy: copy, to: &picked)
             if picked.count >= window {
                 if inResultOrder { return false }
                 if boundary == nil { boundary = value }
             }
             return true
         }
-        return (try fetch(picked), inResultOrder)
+        return (try store.entities(of: picked, in: snapshot), inResultOrder)
     }
 
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {

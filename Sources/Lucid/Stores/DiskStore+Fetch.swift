@@ -20,45 +20,55 @@ extension DiskStore {
     /// scattered records, read one by one, would each wait for memory in turn. Errors: with 4 or more records to
     /// read, the engine's first (lookups, then reads), then the first record in order that does not decode; with
     /// fewer, each key's in order, as one-key fetches meet them. Probes all come first, so a key repeated in one
-    /// call is read (and decoded) once per occurrence.
+    /// call is read (and decoded) once per occurrence (no caller repeats one). A ``FetchBatch`` filled with
+    /// `keys` and read by ``entities(of:in:)``.
+    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot) throws(StoreError) -> [E] {
+        var batch = FetchBatch(capacity: keys.count, at: snapshot.sequence)
+        for key in keys { key.withUnsafeBytes { add($0, copy: key, to: &batch) } }
+        return try entities(of: batch, in: snapshot)
+    }
+
+    /// Adds the key `raw` to `batch`, probing the cache for it now: the bytes are copied (or `copy` kept) only
+    /// when the cache does not hold its entity current, so a fetch the cache answers makes no key array.
+    @inline(__always)
+    func add(_ raw: UnsafeRawBufferPointer, copy: [UInt8]? = nil, to batch: inout FetchBatch) {
+        let probe = cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence)
+        if probe.current, let box = probe.box {
+            batch.slots.append(.entity(box))
+            batch.keys.append([])
+            batch.hits = true
+        } else {
+            batch.slots.append(.pending(probe))
+            batch.keys.append(copy ?? Array(raw))
+            batch.pending += 1
+        }
+    }
+
+    /// The entities of the keys added to `batch`, in order, as ``fetch(_:in:)`` reads them (`snapshot` must be
+    /// the one whose sequence the batch was made with).
     ///
     /// The array is filled in place: in generic code each `append` would look `Array<E>`'s metadata up at run
     /// time, and no `E?` passes per key (entities wait in their cache boxes meanwhile).
-    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot) throws(StoreError) -> [E] {
-        guard !keys.isEmpty else { return [] }
-        let sequence = snapshot.sequence
-        var failure: StoreError?
-        let entities = withUnsafeTemporaryAllocation(of: FetchSlot.self, capacity: keys.count) { slots -> [E] in
-            var pending = 0
-            var hits = false
-            for (i, key) in keys.enumerated() {
-                let probe = cache.probe(EntityCacheKey(key), at: sequence)
-                if probe.current, let box = probe.box {
-                    (slots.baseAddress! + i).initialize(to: .entity(box))
-                    hits = true
-                } else {
-                    (slots.baseAddress! + i).initialize(to: .pending(probe))
-                    pending += 1
-                }
+    func entities(of batch: consuming FetchBatch, in snapshot: Snapshot) throws(StoreError) -> [E] {
+        guard !batch.slots.isEmpty else { return [] }
+        if batch.hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
+        if batch.pending > 0 {
+            let keys = batch.keys
+            let pending = batch.pending
+            var failure: StoreError?
+            batch.slots.withUnsafeMutableBufferPointer { slots in
+                do throws(StoreError) { try resolve(keys, slots, pending: pending, in: snapshot) } catch { failure = error }
             }
-            defer { slots.baseAddress!.deinitialize(count: keys.count) }
-            do throws(StoreError) {
-                if hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
-                if pending > 0 { try resolve(keys, slots, pending: pending, in: snapshot) }
-            } catch {
-                failure = error
-                return []
-            }
-            return [E](unsafeUninitializedCapacity: keys.count) { buffer, count in
-                for slot in slots {
-                    guard case .entity(let box) = slot else { continue }
-                    (buffer.baseAddress! + count).initialize(to: Self.unbox(box))
-                    count += 1
-                }
+            if let failure { throw failure }
+        }
+        let slots = batch.slots
+        return [E](unsafeUninitializedCapacity: slots.count) { buffer, count in
+            for slot in slots {
+                guard case .entity(let box) = slot else { continue }
+                (buffer.baseAddress! + count).initialize(to: Self.unbox(box))
+                count += 1
             }
         }
-        if let failure { throw failure }
-        return entities
     }
 
     /// How many keys the cache does not know to be current make ``fetch(_:in:)`` look them up together: a batch
@@ -179,6 +189,31 @@ extension DiskStore {
             throw .undecodableEntity(keyspace: keyspace, key: key(), detail: "\(error)")
         }
     }
+}
+
+/// Keys gathered for one batched fetch of a ``DiskStore`` (``DiskStore/add(_:copy:to:)``, then
+/// ``DiskStore/entities(of:in:)``), each probed in the entity cache as it comes: a query walking an index hands
+/// its keys' bytes straight from the index, and only those the cache cannot answer are copied. Not generic.
+struct FetchBatch {
+    fileprivate var slots: [FetchSlot] = []
+    /// The slots' keys; an empty array (no allocation) for a key the cache answered.
+    fileprivate var keys: [[UInt8]] = []
+    fileprivate var pending = 0
+    fileprivate var hits = false
+    /// The sequence of the snapshot the batch is read from.
+    let sequence: UInt64
+
+    /// An empty batch for about `capacity` keys, read from the snapshot at `sequence`.
+    init(capacity: Int, at sequence: UInt64) {
+        // A query's limit is the caller's: room for a large one is made as keys come.
+        let room = min(capacity, 1024)
+        slots.reserveCapacity(room)
+        keys.reserveCapacity(room)
+        self.sequence = sequence
+    }
+
+    /// Keys added.
+    var count: Int { slots.count }
 }
 
 /// Where a batched fetch stands with one key (not generic, so that the slots cost no metadata lookups).

@@ -29,6 +29,11 @@ final class EntityCache<E: LocalEntity>: Sendable {
         table.probe(key, at: snapshot)
     }
 
+    /// ``probe(_:at:)`` of the key `raw`, whose ``EntityCacheKey/hash(_:)`` is `hash`, without a key array.
+    func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> EntityCacheTable.Probe {
+        table.probe(raw, hash: hash, at: snapshot)
+    }
+
     /// Records that a lookup in the snapshot at `snapshot` found the probed entry's record (``probe(_:at:)``).
     func confirm(_ key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64) {
         table.confirm(key, sequence: sequence, at: snapshot)
@@ -67,30 +72,38 @@ struct EntityCacheKey: Hashable, Sendable {
     private static let seed = UInt64.random(in: .min ... .max)
 
     init(_ bytes: [UInt8]) {
+        self.init(bytes, hash: bytes.withUnsafeBytes(Self.hash))
+    }
+
+    /// The key `bytes`, whose ``hash(_:)`` is `hash`.
+    init(_ bytes: [UInt8], hash: UInt64) {
         self.bytes = bytes
-        var h = Self.seed ^ UInt64(bytes.count)
-        bytes.withUnsafeBytes { raw in
-            var i = 0
-            while i + 8 <= raw.count {
-                h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
-                h ^= h >> 31
-                i += 8
-            }
-            var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < raw.count {
-                tail |= UInt64(raw[i]) << shift
-                shift += 8
-                i += 1
-            }
-            h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
-            h ^= h >> 29
+        self.hash = hash
+    }
+
+    /// The hash of the key `raw`, as ``hash`` holds it: a lookup by raw bytes needs no key array. O(key length).
+    static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 {
+        var h = seed ^ UInt64(raw.count)
+        var i = 0
+        while i + 8 <= raw.count {
+            h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+            i += 8
         }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < raw.count {
+            tail |= UInt64(raw[i]) << shift
+            shift += 8
+            i += 1
+        }
+        h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+        h ^= h >> 29
         // Final avalanche (the tail's high bytes only reached the high bits so far).
         h ^= h >> 32
         h &*= 0xD6E8_FEB8_6659_FD93
         h ^= h >> 32
-        hash = h
+        return h
     }
 
     static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.bytes == b.bytes }

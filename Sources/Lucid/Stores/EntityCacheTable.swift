@@ -69,11 +69,16 @@ final class EntityCacheTable: Sendable {
 
     /// The entry for `key` as seen from a snapshot at sequence `snapshot`.
     func probe(_ key: EntityCacheKey, at snapshot: UInt64) -> Probe {
+        key.bytes.withUnsafeBytes { probe($0, hash: key.hash, at: snapshot) }
+    }
+
+    /// ``probe(_:at:)`` of the key `raw`, whose ``EntityCacheKey/hash(_:)`` is `hash`: no key array needed.
+    func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> Probe {
         guard capacityBytes > 0 else { return Probe() }
         return storage.withLock { s in
-            guard let i = Self.find(key, in: s) else {
+            guard let i = s.index.find(hash, where: { Self.equal(s.slots[$0].key.bytes, raw) }) else {
                 s.misses += 1
-                return Probe(admit: Self.admits(key, &s, capacity: capacityBytes))
+                return Probe(admit: Self.admits(hash, &s, capacity: capacityBytes))
             }
             let current = s.slots[i].seenFrom <= snapshot && snapshot <= s.slots[i].seenTo
             if current {
@@ -103,11 +108,20 @@ final class EntityCacheTable: Sendable {
         s.index.find(key.hash) { s.slots[$0].key.bytes == key.bytes }
     }
 
-    /// Whether a miss of `key` is admitted (see the type's documentation); notes it in the filter if not.
-    private static func admits(_ key: EntityCacheKey, _ s: inout Storage, capacity: Int) -> Bool {
+    /// Whether `key` holds the bytes `raw`. O(key length).
+    @inline(__always)
+    private static func equal(_ key: [UInt8], _ raw: UnsafeRawBufferPointer) -> Bool {
+        key.withUnsafeBytes { k in
+            k.count == raw.count && (k.isEmpty || bytesEqual(k.baseAddress!, raw.baseAddress!, count: k.count))
+        }
+    }
+
+    /// Whether a miss of the key whose hash is `hash` is admitted (see the type's documentation); notes it in the
+    /// filter if not.
+    private static func admits(_ hash: UInt64, _ s: inout Storage, capacity: Int) -> Bool {
         // Room for one more entry of the average cost: admitted.
         if s.index.count == 0 || s.bytes + s.bytes / s.index.count <= capacity { return true }
-        let bit = Int(truncatingIfNeeded: key.hash >> 32) & (filterBits - 1)
+        let bit = Int(truncatingIfNeeded: hash >> 32) & (filterBits - 1)
         let mask: UInt64 = 1 << UInt64(bit & 63)
         if s.missed[bit >> 6] & mask != 0 { return true }
         s.missed[bit >> 6] |= mask
@@ -133,7 +147,7 @@ final class EntityCacheTable: Sendable {
         var releasedMore: [any AnyObject & Sendable] = []
         storage.withLock { s in
             let existing = Self.find(key, in: s)
-            if recheckAdmission && existing == nil && !Self.admits(key, &s, capacity: capacityBytes) { return }
+            if recheckAdmission && existing == nil && !Self.admits(key.hash, &s, capacity: capacityBytes) { return }
             if let i = existing {
                 guard s.slots[i].sequence < sequence else {
                     if s.slots[i].sequence == sequence {   // decoded twice (readers racing): the same record

@@ -3,8 +3,13 @@ extension Snapshot {
     /// term and the raw primary key; `body` returns false to stop. A record with several matching terms is visited
     /// once per term. An entry whose term does not decode (only a damaged checkpoint can hold one; `verify()`
     /// reports it) is skipped.
-    func forEachEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
-                      _ body: (IndexValue, UnsafeRawBufferPointer) throws -> Bool) rethrows {
+    ///
+    /// The key's bytes are valid only during the call: ``forEachIndexEntry(keyspace:index:condition:reverse:_:)``
+    /// without an array made per entry, for a caller that copies only some keys.
+    /// - Complexity: O(log n + k) for k entries visited, no I/O, no allocation per entry (a string term's
+    ///   `IndexValue` aside).
+    public func forEachEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool = false,
+                             _ body: (IndexValue, UnsafeRawBufferPointer) throws -> Bool) rethrows {
         try forEachRawEntry(keyspace: keyspace, index: index, condition: condition, reverse: reverse) { term, key in
             guard let (value, _) = IndexValue.decode(term) else { return true }
             return try body(value, key)
@@ -64,22 +69,32 @@ extension Snapshot {
     /// matching term), after the offset and within the limit. - Complexity: O(log n + offset + k), no I/O.
     public func keys(matching query: IndexQuery) -> [[UInt8]] {
         var result: [[UInt8]] = []
+        forEachKey(matching: query) { key in
+            result.append(Array(key))
+            return true
+        }
+        return result
+    }
+
+    /// Calls `body` with the primary key of each record ``keys(matching:)`` returns, in the same order, the key's
+    /// bytes valid only during the call; `body` returns false to stop. For a caller that copies only some keys:
+    /// an equality condition visits its records without an allocation per key.
+    /// - Complexity: O(log n + offset + k), no I/O.
+    public func forEachKey(matching query: IndexQuery, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
         var seen = SeenKeys()
         // One term's entries (term ‖ primary key) name each record once: no record of the keys met is needed.
         let distinct: Bool
         if case .equals = query.condition { distinct = true } else { distinct = false }
         var skip = max(0, query.offset)
-        let limit = query.limit ?? Int.max
-        guard limit > 0 else { return [] }
-        forEachRawEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
-                        reverse: query.reverse) { _, key in
-            let k = Array(key)
-            guard distinct || seen.insert(k) else { return true }
+        var remaining = query.limit ?? Int.max
+        guard remaining > 0 else { return }
+        try forEachRawEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
+                            reverse: query.reverse) { _, key in
+            guard distinct || seen.insert(Array(key)) else { return true }
             if skip > 0 { skip -= 1; return true }
-            result.append(k)
-            return result.count < limit
+            remaining -= 1
+            return try body(key) && remaining > 0
         }
-        return result
     }
 
     /// The records matching the query (see ``keys(matching:)``), with their values.

@@ -284,6 +284,17 @@ struct IndexModelTests {
                                 diffs.append("\(label): keys \(IndexTest.describe(keys)), expected "
                                              + IndexTest.describe(expectedKeys))
                             }
+                            // Stopping the raw walk early gives the first keys, each once.
+                            let stopAfter = rng.int(1...3)
+                            var walked: [[UInt8]] = []
+                            snapshot.forEachKey(matching: query) { key in
+                                walked.append(Array(key))
+                                return walked.count < stopAfter
+                            }
+                            if walked != Array(expectedKeys.prefix(stopAfter)) {
+                                diffs.append("\(label): forEachKey stopped after \(stopAfter) gave "
+                                             + "\(IndexTest.describe(walked)), expected \(IndexTest.describe(Array(expectedKeys.prefix(stopAfter))))")
+                            }
                             let entries = snapshot.entries(matching: query)
                             let expectedEntries = windowEntries(matching, offset: offset, limit: limit)
                             if !entriesEqual(entries, expectedEntries) {
