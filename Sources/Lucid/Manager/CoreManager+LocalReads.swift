@@ -89,6 +89,6 @@ extension CoreManager {
     static func validated(_ result: QueryResult<E>, for query: Query<E>,
                           _ contract: any EntityContract) -> QueryResult<E> {
         let valid = contract.filter(result.entities, for: query)
-        return valid.count == result.count ? result : QueryResult(entities: valid, groupedBy: query.groupedBy)
+        return valid.count == result.count ? result : QueryResult(entities: valid, groupName: query.groupName)
     }
 }

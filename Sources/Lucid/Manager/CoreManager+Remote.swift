@@ -87,7 +87,7 @@ extension CoreManager {
             throw .wrap(error)
         }
         let valid = context.contract.filter(result.entities, for: query)
-        if valid.count != result.count { result = QueryResult(entities: valid, groupedBy: query.groupedBy) }
+        if valid.count != result.count { result = QueryResult(entities: valid, groupName: query.groupName) }
         guard shouldPersist(persistence, context) else { return result }
         try await persistRelated(related, context)
         _ = try await applyLocal(result.entities, origin: started)

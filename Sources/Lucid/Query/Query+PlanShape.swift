@@ -26,11 +26,12 @@ struct OrderShape: Sendable, Equatable {
 
     init<E>(_ order: [Query<E>.Order]) {
         count = order.count
-        guard let first = order.first else {
+        guard count > 0 else {
             byIdentifier = true
             return
         }
-        switch first {
+        // `order[0]`, not `order.first`: no `Optional<Order>` metadata to look up.
+        switch order[0] {
         case .asc(by: .identifier), .natural:
             byIdentifier = true
         case .desc(by: .identifier):

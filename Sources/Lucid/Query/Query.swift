@@ -27,7 +27,7 @@ public struct Query<E: Entity>: Sendable, Equatable {
     /// `groupedBy`'s raw value. Stored as a `String`, not an `E.IndexName?`, so that `Query`'s layout does not
     /// depend on `E`: the library's generic code, unspecialized for the app's entities, then copies and destroys
     /// queries without looking `Query<E>`'s metadata up at run time (about 300 instructions a lookup).
-    private var groupName: String?
+    private(set) var groupName: String?
     /// Keep only the first occurrence of each identifier. (The original keeps only *repeated* ones, bug 1.15.1.)
     public var uniquely: Bool
     /// Sort keys, the first one primary. Default: ascending by identifier.

@@ -168,7 +168,7 @@ struct QueryEvaluator<E: Entity> {
         }
         if !alreadyOrdered { list = sorted(list) }
         if !alreadyPaginated { list = Self.window(list, offset: query.offset, limit: query.limit) }
-        return QueryResult(entities: list, groupedBy: query.groupedBy)
+        return QueryResult(entities: list, groupName: query.groupName)
     }
 
     /// The slice `[offset, offset + limit)` of `list`.

@@ -13,9 +13,15 @@ public struct QueryResult<E: Entity>: Sendable, Equatable, Sequence {
 
     /// A result of `entities` (in the given order), grouped by `groupedBy` when set.
     public init(entities: [E], groupedBy: E.IndexName? = nil) {
+        self.init(entities: entities, groupName: groupedBy?.rawValue)
+    }
+
+    /// A result of `entities` grouped by the index whose raw value is `groupName`, as a query holds it (no
+    /// `E.IndexName?` made and taken apart again: in generic code each looks metadata up at run time).
+    init(entities: [E], groupName: String?) {
         self.entities = entities
-        self.groupName = groupedBy?.rawValue
-        guard let groupedBy else {
+        self.groupName = groupName
+        guard let groupName, let groupedBy = E.IndexName(rawValue: groupName) else {
             groupKeys = []
             groupMap = nil
             return
@@ -40,10 +46,11 @@ public struct QueryResult<E: Entity>: Sendable, Equatable, Sequence {
     public var first: E? { entities.first }
     /// The single entity of a one-entity result (the first when there are several).
     public var entity: E? { entities.first }
-    /// Number of entities.
-    public var count: Int { entities.count }
+    /// Number of entities. (Inlined: a call from the library's generic code would look the result type's
+    /// metadata up at run time to pass it.)
+    @inline(__always) public var count: Int { entities.count }
     /// Whether there are no entities.
-    public var isEmpty: Bool { entities.isEmpty }
+    @inline(__always) public var isEmpty: Bool { entities.isEmpty }
 
     /// The groups: key → entities in order. An ungrouped result has no groups.
     public var groups: [EntityIndexValue: [E]] { groupMap ?? [:] }
