@@ -84,7 +84,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let page = Array(sorted[min(offset, end)..<end])
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
-            if exact, let name = shape.firstIndex, let window, keys.count > 2 * window + 64 {
+            if exact, let name = shape.firstIndex, let window, window <= (Int.max - 64) / 2, keys.count > 2 * window + 64 {
                 let walked = try walkIndex(name, keys: keys, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }

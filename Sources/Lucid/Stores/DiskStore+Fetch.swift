@@ -50,6 +50,7 @@ extension DiskStore {
     /// The array is filled in place: in generic code each `append` would look `Array<E>`'s metadata up at run
     /// time, and no `E?` passes per key (entities wait in their cache boxes meanwhile).
     func entities(of batch: consuming FetchBatch, in snapshot: Snapshot) throws(StoreError) -> [E] {
+        assert(batch.sequence == snapshot.sequence, "a fetch batch read from another snapshot than its probes'")
         guard !batch.slots.isEmpty else { return [] }
         if batch.hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
         if batch.pending > 0 {
@@ -223,7 +224,7 @@ private enum FetchSlot {
     /// Not known to be current in the cache (the probe's result): to look up.
     case pending(EntityCacheTable.Probe)
     /// Looked up (`handle` indexes the lookup's results): a record the cache does not hold, to read, decode and
-    /// offer to the cache when `admit`. (Small, so that a query's slots fit on the stack.)
+    /// offer to the cache when `admit`.
     case read(admit: Bool, handle: Int)
     /// No record under the key.
     case absent

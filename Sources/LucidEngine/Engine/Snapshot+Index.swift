@@ -8,6 +8,7 @@ extension Snapshot {
     /// without an array made per entry, for a caller that copies only some keys.
     /// - Complexity: O(log n + k) for k entries visited, no I/O, no allocation per entry (a string term's
     ///   `IndexValue` aside).
+    /// - Throws: only what `body` throws, which ends the walk.
     public func forEachEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool = false,
                              _ body: (IndexValue, UnsafeRawBufferPointer) throws -> Bool) rethrows {
         try forEachRawEntry(keyspace: keyspace, index: index, condition: condition, reverse: reverse) { term, key in
@@ -80,6 +81,7 @@ extension Snapshot {
     /// bytes valid only during the call; `body` returns false to stop. For a caller that copies only some keys:
     /// an equality condition visits its records without an allocation per key.
     /// - Complexity: O(log n + offset + k), no I/O.
+    /// - Throws: only what `body` throws, which ends the walk.
     public func forEachKey(matching query: IndexQuery, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
         var seen = SeenKeys()
         // One term's entries (term ‖ primary key) name each record once: no record of the keys met is needed.
