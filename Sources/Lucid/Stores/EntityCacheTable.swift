@@ -76,7 +76,7 @@ final class EntityCacheTable: Sendable {
     func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> Probe {
         guard capacityBytes > 0 else { return Probe() }
         return storage.withLock { s in
-            guard let i = s.index.find(hash, where: { Self.equal(s.slots[$0].key.bytes, raw) }) else {
+            guard let i = Self.find(raw, hash: hash, in: s) else {
                 s.misses += 1
                 return Probe(admit: Self.admits(hash, &s, capacity: capacityBytes))
             }
@@ -105,7 +105,13 @@ final class EntityCacheTable: Sendable {
     /// The slot holding `key`, or nil.
     @inline(__always)
     private static func find(_ key: EntityCacheKey, in s: borrowing Storage) -> Int? {
-        s.index.find(key.hash) { s.slots[$0].key.bytes == key.bytes }
+        key.bytes.withUnsafeBytes { find($0, hash: key.hash, in: s) }
+    }
+
+    /// The slot holding the key `raw`, whose hash is `hash`, or nil.
+    @inline(__always)
+    private static func find(_ raw: UnsafeRawBufferPointer, hash: UInt64, in s: borrowing Storage) -> Int? {
+        s.index.find(hash) { equal(s.slots[$0].key.bytes, raw) }
     }
 
     /// Whether `key` holds the bytes `raw`. O(key length).

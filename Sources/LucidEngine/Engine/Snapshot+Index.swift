@@ -70,8 +70,8 @@ extension Snapshot {
     /// matching term), after the offset and within the limit. - Complexity: O(log n + offset + k), no I/O.
     public func keys(matching query: IndexQuery) -> [[UInt8]] {
         var result: [[UInt8]] = []
-        forEachKey(matching: query) { key in
-            result.append(Array(key))
+        forEachKey(matching: query) { key, copy in
+            result.append(copy ?? Array(key))
             return true
         }
         return result
@@ -83,6 +83,13 @@ extension Snapshot {
     /// - Complexity: O(log n + offset + k), no I/O.
     /// - Throws: only what `body` throws, which ends the walk.
     public func forEachKey(matching query: IndexQuery, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows {
+        try forEachKey(matching: query) { key, _ in try body(key) }
+    }
+
+    /// ``forEachKey(matching:_:)`` with the copy of the key already made, if any (a condition other than equality
+    /// copies each key to tell records met before), so that a caller keeping every key copies none twice.
+    private func forEachKey(matching query: IndexQuery,
+                            _ body: (UnsafeRawBufferPointer, [UInt8]?) throws -> Bool) rethrows {
         var seen = SeenKeys()
         // One term's entries (term ‖ primary key) name each record once: no record of the keys met is needed.
         let distinct: Bool
@@ -92,10 +99,15 @@ extension Snapshot {
         guard remaining > 0 else { return }
         try forEachRawEntry(keyspace: query.keyspace, index: query.index, condition: query.condition,
                             reverse: query.reverse) { _, key in
-            guard distinct || seen.insert(Array(key)) else { return true }
+            var copy: [UInt8]?
+            if !distinct {
+                let k = Array(key)
+                guard seen.insert(k) else { return true }
+                copy = k
+            }
             if skip > 0 { skip -= 1; return true }
             remaining -= 1
-            return try body(key) && remaining > 0
+            return try body(key, copy) && remaining > 0
         }
     }
 
