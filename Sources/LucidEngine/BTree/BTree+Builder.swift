@@ -2,6 +2,9 @@ extension BTree {
     /// Builds a tree from entries given in strictly increasing key order, in O(n): leaves are filled to about
     /// 7/8 of their capacity left to right, then each internal level is built over the one below. Used to load
     /// checkpoints. The result satisfies every invariant of an incrementally built tree.
+    ///
+    /// Several builders can fill consecutive key ranges on separate threads: each hands its leaves over as a
+    /// ``LeafRun`` and ``BTree/assemble(_:)`` joins the runs into one tree (a checkpoint's chunks).
     struct Builder {
         /// Sealed leaves, left to right. A level's boundary keys are read from its nodes (the leftmost and
         /// rightmost leaf below each), never copied out.
@@ -14,7 +17,7 @@ extension BTree {
 
         private static var leafTarget: Int { BTreeLayout.leafCapacity * 7 / 8 }
         private static var leafEntryTarget: Int { BTreeLayout.maxLeafEntries * 7 / 8 }
-        private static var internalTarget: Int { BTreeLayout.maxInternalChildren * 7 / 8 }
+        fileprivate static var internalTarget: Int { BTreeLayout.maxInternalChildren * 7 / 8 }
 
         init() {}
 
@@ -24,6 +27,15 @@ extension BTree {
             // The previous key is the current leaf's last one (a leaf is sealed only when the next key arrives,
             // so the current leaf is empty only before the first entry).
             if current.keyCount > 0 && !current.lastKeyPrecedes(key) { return false }
+            appendAscending(key, value)
+            return true
+        }
+
+        /// Appends an entry whose key the caller knows to be greater than the previous key (a checkpoint's
+        /// prefix decoder tells from the shared length alone, see `PrefixDecoder.next`). Checked in debug builds
+        /// only. - Complexity: O(key length), amortized; allocates only when a leaf fills.
+        mutating func appendAscending(_ key: UnsafeRawBufferPointer, _ value: Value) {
+            assert(current.keyCount == 0 || current.lastKeyPrecedes(key), "BTree.Builder: keys out of order")
             let cost = BTreeLayout.entryCost(keyLength: key.count)
             if current.keyCount > 0
                 && (current.keyCount >= Self.leafEntryTarget || current.load + cost > Self.leafTarget) {
@@ -40,7 +52,6 @@ extension BTree {
             current.values.append(value)
             current.load += cost
             count += 1
-            return true
         }
 
         /// ``append(_:_:)`` for an array key.
@@ -57,22 +68,19 @@ extension BTree {
 
         /// The finished tree. - Complexity: O(n).
         consuming func build() -> BTree {
-            var tree = BTree()
-            guard count > 0 else { return tree }
-            sealLeaf()
-            var level = leaves
-            Self.rebalanceLastLeaf(&level)
-            while level.count > 1 {
-                level = Self.buildInternalLevel(level)
-            }
-            tree.root = level[0]
-            tree.entryCount = count
-            tree.checkInvariants()
-            return tree
+            // A single run is in order by construction.
+            BTree.assemble([leafRun()]).unsafelyUnwrapped
+        }
+
+        /// The leaves built so far, left to right, for ``BTree/assemble(_:)``. Every leaf but the last is at
+        /// least minimally full. - Complexity: O(1) after sealing the current leaf.
+        consuming func leafRun() -> LeafRun {
+            if current.keyCount > 0 { sealLeaf() }
+            return LeafRun(leaves: leaves, count: count)
         }
 
         /// An underfull last leaf is merged with its left neighbour, and the pair split evenly when too big.
-        private static func rebalanceLastLeaf(_ level: inout [Node]) {
+        fileprivate static func rebalanceLastLeaf(_ level: inout [Node]) {
             guard level.count >= 2, level[level.count - 1].load < BTreeLayout.minLeafLoad else { return }
             let last = level.removeLast()
             let node = level[level.count - 1]
@@ -85,20 +93,20 @@ extension BTree {
         }
 
         /// Calls `body` with the last key under `node` (its rightmost leaf's). O(height).
-        private static func withLastKey<R>(_ node: Node, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        fileprivate static func withLastKey<R>(_ node: Node, _ body: (UnsafeRawBufferPointer) -> R) -> R {
             var n = node
             while !n.isLeaf { n = n.children[n.children.count - 1] }
             return n.withKey(at: n.keyCount - 1, body)
         }
 
         /// Calls `body` with the first key under `node` (its leftmost leaf's). O(height).
-        private static func withFirstKey<R>(_ node: Node, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        fileprivate static func withFirstKey<R>(_ node: Node, _ body: (UnsafeRawBufferPointer) -> R) -> R {
             var n = node
             while !n.isLeaf { n = n.children[0] }
             return n.withKey(at: 0, body)
         }
 
-        private static func buildInternalLevel(_ children: [Node]) -> [Node] {
+        fileprivate static func buildInternalLevel(_ children: [Node]) -> [Node] {
             var parents: [Node] = []
             parents.reserveCapacity(children.count / internalTarget + 1)
             var index = 0
@@ -130,6 +138,45 @@ extension BTree {
             }
             return parents
         }
+    }
+
+    /// Consecutive leaves of a tree being built (``Builder/leafRun()``), with their entry count.
+    struct LeafRun: @unchecked Sendable {
+        // `@unchecked`: the leaves are fresh nodes that only the run's holder reaches (see `Node`'s thread safety).
+        fileprivate var leaves: [Node]
+        /// Number of entries in the run's leaves.
+        var count: Int
+    }
+
+    /// Joins leaf runs covering consecutive key ranges, in order, into one tree, or returns nil when a run's first
+    /// key is not greater than the previous run's last key. An underfull last leaf of a run is merged with its left
+    /// neighbour (split evenly when the pair is too big), so the result satisfies every invariant of a tree built
+    /// in one run. - Complexity: O(number of leaves + separator bytes), plus O(node size) per joined leaf.
+    static func assemble(_ runs: [LeafRun]) -> BTree? {
+        var tree = BTree()
+        var level: [Node] = []
+        level.reserveCapacity(runs.reduce(0) { $0 + $1.leaves.count })
+        var count = 0
+        for run in runs where !run.leaves.isEmpty {
+            if let last = level.last {
+                let ordered = Builder.withLastKey(last) { previous in
+                    Builder.withFirstKey(run.leaves[0]) { BTreeLayout.compare(previous, $0) < 0 }
+                }
+                guard ordered else { return nil }
+            }
+            level.append(contentsOf: run.leaves)
+            // Only a run's last leaf can be underfull: fix it before the next run comes after it.
+            Builder.rebalanceLastLeaf(&level)
+            count += run.count
+        }
+        guard count > 0 else { return tree }
+        while level.count > 1 {
+            level = Builder.buildInternalLevel(level)
+        }
+        tree.root = level[0]
+        tree.entryCount = count
+        tree.checkInvariants()
+        return tree
     }
 }
 

@@ -22,14 +22,28 @@ struct CheckpointHeader: Sendable, Hashable {
 }
 
 /// Streams a checkpoint to a file: `CHECKPOINT.tmp`, fdatasync, rename to `CHECKPOINT`, directory fsync.
+///
+/// Each tree's entries are cut into chunks of at most `chunkEntries`, each prefix-coded on its own, so that open
+/// decodes the chunks on several threads; the directory at the end lists them (docs/FORMAT.md, "Checkpoint").
 struct CheckpointWriter {
     let directory: String
     let fileSystem: any FileSystem
+    /// The most entries a chunk holds. Tests and fuzzers set it small to make many chunks of few entries.
+    var chunkEntries = Format.checkpointChunkEntries
+
+    init(directory: String, fileSystem: any FileSystem, chunkEntries: Int = Format.checkpointChunkEntries) {
+        precondition(chunkEntries >= 1, "CheckpointWriter: a chunk holds at least one entry")
+        self.directory = directory
+        self.fileSystem = fileSystem
+        self.chunkEntries = chunkEntries
+    }
 
     var path: String { directory + "/" + Format.checkpointFileName }
     var temporaryPath: String { path + Format.temporarySuffix }
 
     /// Writes the checkpoint of `keyspaces` at `header`'s position; returns its size in bytes.
+    /// - Complexity: O(entries + key bytes); streams through a 1 MiB buffer.
+    /// - Throws: the file system's errors; the temporary file is removed and no `CHECKPOINT` is replaced.
     @discardableResult
     func write(header: CheckpointHeader, keyspaces: [String: KeyspaceState]) throws -> UInt64 {
         let handle = try fileSystem.openFile(at: temporaryPath, mode: .readWrite(create: true))
@@ -45,13 +59,15 @@ struct CheckpointWriter {
             w.u64(header.lastSequence)
             w.u32(UInt32(header.segments.count))
             for s in header.segments { w.u64(s.id); w.u64(s.salt); w.u64(s.firstLSN) }
-            w.u32(UInt32(keyspaces.count))
+            // The chunks follow, then the directory that names and measures them.
+            var directory = ByteWriter(capacity: 4096)
+            directory.u32(UInt32(keyspaces.count))
             for (name, keyspace) in keyspaces.sorted(by: { $0.key < $1.key }) {
-                w.lengthPrefixed(Array(name.utf8))
-                w.u64(UInt64(keyspace.primary.count))
+                directory.lengthPrefixed(Array(name.utf8))
                 var keys = PrefixEncoder()
                 var previousSegment: UInt32?
-                try keyspace.primary.forEach(from: nil, to: nil, reverse: false) { key, location in
+                try writeChunks(of: keyspace.primary, to: &sink, through: &w, listing: &directory) { key, location, restart, w in
+                    if restart { keys = PrefixEncoder(); previousSegment = nil }
                     let sameSegment = location.segment == previousSegment
                     keys.append(key, flag: sameSegment, to: &w)
                     if !sameSegment { w.varint(UInt64(location.segment)) }
@@ -60,27 +76,25 @@ struct CheckpointWriter {
                     w.varint(UInt64(location.valueOffset))
                     w.varint(UInt64(location.valueLength) << 1 | (location.hasTerms ? 1 : 0))
                     w.varint(location.sequence)
-                    if w.count >= 1 << 20 { try sink.flush(&w) }
-                    return true
                 }
                 let indexes = keyspace.indexes.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
-                w.u32(UInt32(indexes.count))
+                directory.u32(UInt32(indexes.count))
                 for (indexName, tree) in indexes {
-                    w.lengthPrefixed(Array(indexName.utf8))
-                    w.u64(UInt64(tree.count))
+                    directory.lengthPrefixed(Array(indexName.utf8))
                     var entries = PrefixEncoder()
                     var previousTermLength: UInt16?
-                    try tree.forEach(from: nil, to: nil, reverse: false) { entry, termLength in
+                    try writeChunks(of: tree, to: &sink, through: &w, listing: &directory) { entry, termLength, restart, w in
+                        if restart { entries = PrefixEncoder(); previousTermLength = nil }
                         let sameTermLength = termLength == previousTermLength
                         entries.append(entry, flag: sameTermLength, to: &w)
                         if !sameTermLength { w.varint(UInt64(termLength)) }
                         previousTermLength = termLength
-                        if w.count >= 1 << 20 { try sink.flush(&w) }
-                        return true
                     }
                 }
             }
             try sink.flush(&w)
+            directory.u64(sink.written)   // where the directory starts
+            try sink.flush(&directory)
             // Trailer: total length of everything before it, and the CRC of all of it.
             var trailer = ByteWriter(capacity: 12)
             trailer.u64(sink.written)
@@ -97,6 +111,37 @@ struct CheckpointWriter {
         try fileSystem.rename(from: temporaryPath, to: path)
         try fileSystem.syncDirectory(at: directory)
         return sink.written
+    }
+
+    /// Writes `tree`'s entries in key order as chunks of at most ``chunkEntries`` (`encode` is told to restart its
+    /// coding at each chunk's first entry), and appends to `directory` the chunk count, then each chunk's byte
+    /// length and entry count. Bytes reach the file whenever `w` holds 1 MiB.
+    private func writeChunks<Value>(
+        of tree: BTree<Value>, to sink: inout Sink, through w: inout ByteWriter, listing directory: inout ByteWriter,
+        _ encode: (UnsafeRawBufferPointer, Value, _ restart: Bool, inout ByteWriter) -> Void
+    ) throws {
+        let chunks = (tree.count + chunkEntries - 1) / chunkEntries
+        directory.u32(UInt32(chunks))
+        var inChunk = 0
+        var chunkStart = sink.written + UInt64(w.count)
+        try tree.forEach(from: nil, to: nil, reverse: false) { key, value in
+            encode(key, value, inChunk == 0, &w)
+            inChunk += 1
+            if inChunk == chunkEntries {
+                let end = sink.written + UInt64(w.count)
+                directory.varint(end - chunkStart)
+                directory.varint(UInt64(inChunk))
+                chunkStart = end
+                inChunk = 0
+            }
+            if w.count >= 1 << 20 { try sink.flush(&w) }
+            return true
+        }
+        if inChunk > 0 {
+            let end = sink.written + UInt64(w.count)
+            directory.varint(end - chunkStart)
+            directory.varint(UInt64(inChunk))
+        }
     }
 
     /// Appends buffered bytes to the file, folding them into the running CRC.

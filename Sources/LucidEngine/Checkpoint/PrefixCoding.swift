@@ -29,9 +29,16 @@ struct PrefixEncoder {
 
 /// Reads back what ``PrefixEncoder`` wrote, into a buffer of a fixed capacity (the longest string allowed), so
 /// that decoding never reallocates and never allocates by what the bytes claim.
+///
+/// It also tells whether each string sorts strictly after the previous one, from the shared length and one byte
+/// (O(1), no comparison of whole strings): the string after `shared` bytes in common with the previous one is
+/// greater when it continues past a previous string of exactly `shared` bytes, or when its first unshared byte is
+/// greater than the previous string's byte there. An encoder shares the whole common prefix, so a first unshared
+/// byte equal to the previous string's counts as out of order (such a file was not written by ``PrefixEncoder``).
 struct PrefixDecoder: ~Copyable {
     private let buffer: UnsafeMutableRawBufferPointer
     private var length = 0
+    private var started = false
 
     /// A decoder of strings of at most `maxLength` bytes.
     init(maxLength: Int) {
@@ -41,8 +48,10 @@ struct PrefixDecoder: ~Copyable {
     deinit { buffer.deallocate() }
 
     /// Decodes the next string and its caller's flag bit from `r`, or nil when the lengths are malformed, share
-    /// more than the previous string has or run past the capacity. The string is valid until the next call.
-    mutating func next(_ r: inout ByteReader) -> (bytes: UnsafeRawBufferPointer, flag: Bool)? {
+    /// more than the previous string has or run past the capacity. `ascending` says whether the string sorts
+    /// strictly after the previous one (always true for the first). The string is valid until the next call.
+    /// - Complexity: O(unshared length).
+    mutating func next(_ r: inout ByteReader) -> (bytes: UnsafeRawBufferPointer, flag: Bool, ascending: Bool)? {
         guard let head = r.varint(), head >> 2 <= UInt64(length) else { return nil }
         let shared = Int(head >> 2)
         let suffixLength: Int
@@ -53,10 +62,21 @@ struct PrefixDecoder: ~Copyable {
             suffixLength = n
         }
         guard let suffix = r.slice(suffixLength) else { return nil }
+        let ascending: Bool
+        if !started {
+            ascending = true
+            started = true
+        } else if suffixLength == 0 {
+            ascending = false   // equal to the previous string, or a prefix of it
+        } else if shared == length {
+            ascending = true    // the previous string followed by more bytes
+        } else {
+            ascending = suffix[0] > buffer[shared]
+        }
         if suffixLength > 0 {
             UnsafeMutableRawBufferPointer(rebasing: buffer[shared..<(shared + suffixLength)]).copyMemory(from: suffix)
         }
         length = shared + suffixLength
-        return (UnsafeRawBufferPointer(rebasing: buffer[0..<length]), head & 1 != 0)
+        return (UnsafeRawBufferPointer(rebasing: buffer[0..<length]), head & 1 != 0, ascending)
     }
 }

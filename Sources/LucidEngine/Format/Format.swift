@@ -17,12 +17,16 @@ enum Format {
     static let checkpointMagic: [UInt8] = Array("LUCIDCKP".utf8)
     static let checkpointTrailerLength = 12
     /// Version of the checkpoint's layout, apart from ``formatVersion`` because a checkpoint is only an
-    /// accelerator: open ignores one of any other version and reads the log instead. 4: a string's length, the
+    /// accelerator: open ignores one of any other version and reads the log instead. 5: each tree's entries in
+    /// chunks of at most ``checkpointChunkEntries``, each coded on its own, listed by a directory at the end (so
+    /// open decodes chunks on several threads); 4 wrote each tree as one run after its name. 4: a string's length, the
     /// segment and the term length only when they differ from the previous entry's (flags in the prefix-coding
     /// head, `PrefixEncoder`); 3 stored each of them for every entry; 3 and 4 prefix-code keys and index entries
     /// and keep the value length and terms flag in one varint (version-2 checkpoints, written with
     /// ``formatVersion`` 2, stored every key and entry in full).
-    static let checkpointVersion: UInt32 = 4
+    static let checkpointVersion: UInt32 = 5
+    /// The most entries the engine writes in one checkpoint chunk (a reader accepts any chunking).
+    static let checkpointChunkEntries = 1 << 16
 
     // MARK: Manifest
     static let manifestMagic: [UInt8] = Array("LUCIDMAN".utf8)

@@ -418,7 +418,8 @@
             coveredSegment: checkpoint.coveredSegment, coveredOffset: checkpoint.coveredOffset,
             nextLSN: checkpoint.nextLSN, lastSequence: checkpoint.lastSequence,
             segments: checkpoint.segments.map { .init(id: $0.id, salt: $0.salt, firstLSN: $0.firstLSN) })
-        let writer = CheckpointWriter(directory: directory, fileSystem: fileSystem)
+        // Chunks of a few entries, so that inputs of a few hundred entries reach the loading of many chunks.
+        let writer = CheckpointWriter(directory: directory, fileSystem: fileSystem, chunkEntries: fuzzChunkEntries)
         try writer.write(header: header, keyspaces: keyspaces)
         let handle = try fileSystem.openFile(at: writer.path, mode: .readOnly)
         defer { try? handle.close() }
@@ -438,6 +439,10 @@
         out.replaceSubrange((bodyEnd + 8)..<(bodyEnd + 12), with: littleEndian(crc))
         return out
     }
+
+    /// The most entries ``encodeCheckpoint(_:directory:fileSystem:)`` writes in one chunk (the engine writes
+    /// `Format.checkpointChunkEntries`).
+    public static let fuzzChunkEntries = 37
 
     /// The format's caps a checkpoint entry is checked against.
     public static let maxKeyLength = Format.maxKeyLength

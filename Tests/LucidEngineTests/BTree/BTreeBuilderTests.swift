@@ -69,4 +69,42 @@ struct BTreeBuilderTests {
         #expect(tree.count == 400)
         tree.checkInvariants()
     }
+
+    @Test("leaf runs built apart assemble into one valid tree; runs out of order are refused",
+          arguments: [1, 3, 40, 700])
+    func assemblesRuns(maxRun: Int) {
+        let keys = sortedKeys(5_000, seed: UInt64(maxRun), maxLength: 24)
+        var rng = SplitMix64(seed: UInt64(maxRun) &* 7)
+        var runs: [BTree<Int>.LeafRun] = []
+        var runKeys: [[[UInt8]]] = []
+        var start = 0
+        while start < keys.count {
+            let end = min(keys.count, start + Int.random(in: 1...maxRun, using: &rng))
+            var builder = BTree<Int>.Builder()
+            for i in start..<end { keys[i].withUnsafeBytes { builder.appendAscending($0, i) } }
+            runs.append(builder.leafRun())
+            runKeys.append(Array(keys[start..<end]))
+            start = end
+        }
+        let tree = BTree<Int>.assemble(runs)
+        #expect(tree != nil)
+        guard let tree else { return }
+        tree.checkInvariants()
+        #expect(tree.count == keys.count)
+        var visited: [[UInt8]] = []
+        tree.forEach(from: nil, to: nil, reverse: false) { key, value in
+            visited.append(Array(key))
+            return value == visited.count - 1
+        }
+        #expect(visited == keys)
+        // Two runs swapped, or a run that repeats the previous run's last key, are refused.
+        if runs.count >= 2 {
+            var swapped = runs
+            swapped.swapAt(0, 1)
+            #expect(BTree<Int>.assemble(swapped) == nil)
+            var repeated = BTree<Int>.Builder()
+            runKeys[0].last!.withUnsafeBytes { repeated.appendAscending($0, -1) }
+            #expect(BTree<Int>.assemble([runs[0], repeated.leafRun()] + runs[1...]) == nil)
+        }
+    }
 }
