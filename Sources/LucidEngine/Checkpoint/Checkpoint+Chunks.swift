@@ -83,7 +83,8 @@ extension CheckpointLoader {
                                    entries: Int) -> Result<BTree<RecordLocation>.LeafRun, Rejection> {
             var r = ByteReader(bytes)
             var builder = BTree<RecordLocation>.Builder()
-            var keys = PrefixDecoder(maxLength: Format.maxKeyLength)
+            // No key of the chunk is longer than the chunk (each of its bytes was read from it).
+            var keys = PrefixDecoder(maxLength: min(Format.maxKeyLength, bytes.count))
             // Consecutive entries mostly share a segment: look the id up only when it changes.
             var knownSegment: UInt64 = .max
             for _ in 0..<entries {
@@ -111,7 +112,7 @@ extension CheckpointLoader {
                                  entries: Int) -> Result<BTree<UInt16>.LeafRun, Rejection> {
             var r = ByteReader(bytes)
             var builder = BTree<UInt16>.Builder()
-            var decoder = PrefixDecoder(maxLength: Format.maxIndexTermLength + Format.maxKeyLength)
+            var decoder = PrefixDecoder(maxLength: min(Format.maxIndexTermLength + Format.maxKeyLength, bytes.count))
             var knownTermLength: Int?
             for _ in 0..<entries {
                 guard let (entry, sameTermLength, ascending) = decoder.next(&r),
