@@ -183,6 +183,8 @@ final class CoreManagerStore: BenchStore, Committer {
 
     func close() throws { try engine.close() }
 
+    var syncCount: UInt64? { engine.statistics.syncs }
+
     var supportsSecondaryIndexes: Bool { true }
 
     private static func genreQuery(_ genre: Int, limit: Int) -> Query<BookEntity> {

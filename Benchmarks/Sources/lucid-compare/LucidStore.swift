@@ -80,6 +80,8 @@ final class LucidStore: BenchStore, Committer {
 
     func close() throws { try engine.close() }
 
+    var syncCount: UInt64? { engine.statistics.syncs }
+
     var supportsSecondaryIndexes: Bool { true }
 
     /// `WHERE genre = ? LIMIT ?`: the index gives the keys, each record is read through the page cache.

@@ -40,6 +40,10 @@ protocol BenchStore: AnyObject {
     /// A handle for one writer thread doing single-record durable commits. Created on the main thread before
     /// the writers start; may be the store itself when its handle is thread-safe.
     func makeCommitter() throws -> Committer
+
+    /// How many fdatasyncs the store has issued since it was opened, when the engine counts them (reported beside
+    /// the durable-commit rates as commits per sync, the group commit's effect).
+    var syncCount: UInt64? { get }
 }
 
 protocol Committer: AnyObject {
@@ -50,6 +54,8 @@ protocol Committer: AnyObject {
 }
 
 extension BenchStore {
+    var syncCount: UInt64? { nil }
+
     func getEach(_ count: Int, _ key: (Int) -> [UInt8]) throws -> (missing: Int, bytes: Int) {
         var missing = 0
         var bytes = 0

@@ -238,11 +238,13 @@ struct PhaseRunner {
             let seconds = now() - began
             if let error = errors.first { throw error }
             for committer in committers { try committer.finish() }
+            let syncs = db.syncCount
             let stored = try db.scanAll().count
             try db.close()
             guard stored == count else { throw BenchError.failed("\(stored) records after \(count) commits") }
             emit("commit_8_writers", Double(count) / seconds, "commits/s")
-            note(String(format: "commit_8_writers %.2f s", seconds))
+            note(String(format: "commit_8_writers %.2f s", seconds)
+                 + (syncs.map { String(format: ", %.2f commits per fdatasync", Double(count) / Double(max($0, 1))) } ?? ""))
         }
         removeTree(multi)
     }
