@@ -82,11 +82,16 @@ extension BTree {
         /// An underfull last leaf is merged with its left neighbour, and the pair split evenly when too big.
         fileprivate static func rebalanceLastLeaf(_ level: inout [Node]) {
             guard level.count >= 2, level[level.count - 1].load < BTreeLayout.minLeafLoad else { return }
-            let last = level.removeLast()
+            appendToLastLeaf(level.removeLast(), in: &level)
+        }
+
+        /// Moves every entry of `leaf` (which must follow them all) into the last leaf of `level`, and splits that
+        /// leaf evenly when it is then too big. O(size of the two leaves).
+        fileprivate static func appendToLastLeaf(_ leaf: Node, in level: inout [Node]) {
             let node = level[level.count - 1]
-            node.appendKeys(of: last, in: 0..<last.keyCount)
-            node.values.append(contentsOf: last.values)
-            node.load += last.load
+            node.appendKeys(of: leaf, in: 0..<leaf.keyCount)
+            node.values.append(contentsOf: leaf.values)
+            node.load += leaf.load
             if node.load > BTreeLayout.leafCapacity || node.keyCount > BTreeLayout.maxLeafEntries {
                 level.append(node.splitLeaf().node)
             }
@@ -150,8 +155,8 @@ extension BTree {
 
     /// Joins leaf runs covering consecutive key ranges, in order, into one tree, or returns nil when a run's first
     /// key is not greater than the previous run's last key. An underfull last leaf of a run is merged with its left
-    /// neighbour (split evenly when the pair is too big), so the result satisfies every invariant of a tree built
-    /// in one run. - Complexity: O(number of leaves + separator bytes), plus O(node size) per joined leaf.
+    /// neighbour, or, when it is the only leaf so far, with the next run's first leaf (split evenly when the pair
+    /// is too big), so the result satisfies every invariant of a tree built in one run, whatever the runs' sizes. - Complexity: O(number of leaves + separator bytes), plus O(node size) per joined leaf.
     static func assemble(_ runs: [LeafRun]) -> BTree? {
         var tree = BTree()
         var level: [Node] = []
@@ -164,7 +169,13 @@ extension BTree {
                 }
                 guard ordered else { return nil }
             }
-            level.append(contentsOf: run.leaves)
+            var leaves = run.leaves[...]
+            // A lone underfull leaf so far (the first run was one small leaf) has no left neighbour to merge
+            // into: the next run's first leaf joins it instead.
+            if level.count == 1 && level[0].load < BTreeLayout.minLeafLoad {
+                Builder.appendToLastLeaf(leaves.removeFirst(), in: &level)
+            }
+            level.append(contentsOf: leaves)
             // Only a run's last leaf can be underfull: fix it before the next run comes after it.
             Builder.rebalanceLastLeaf(&level)
             count += run.count

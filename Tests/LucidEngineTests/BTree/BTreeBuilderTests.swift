@@ -107,4 +107,25 @@ struct BTreeBuilderTests {
             #expect(BTree<Int>.assemble([runs[0], repeated.leafRun()] + runs[1...]) == nil)
         }
     }
+
+    @Test("a first run of one small leaf is joined with the next run's first leaf, whatever follows")
+    func smallFirstRun() {
+        // Found in review: a lone underfull first leaf had no left neighbour to merge into, and stayed underfull.
+        for (firstCount, firstLength) in [(1, 1), (3, 1), (2, 900), (1, 1000)] {
+            for nextCount in [1, 2, 56, 100, 1_000] {
+                var first = BTree<Int>.Builder()
+                for i in 0..<firstCount {
+                    ([UInt8(1), UInt8(i)] + [UInt8](repeating: 7, count: firstLength)).withUnsafeBytes { first.appendAscending($0, i) }
+                }
+                var next = BTree<Int>.Builder()
+                for i in 0..<nextCount { [UInt8(2), UInt8(i >> 8), UInt8(i & 255)].withUnsafeBytes { next.appendAscending($0, i) } }
+                var tiny = BTree<Int>.Builder()
+                [UInt8(3)].withUnsafeBytes { tiny.appendAscending($0, -1) }
+                // assemble checks every invariant (a precondition in debug builds and tests) before returning.
+                let tree = BTree<Int>.assemble([first.leafRun(), next.leafRun(), tiny.leafRun()])
+                #expect(tree?.count == firstCount + nextCount + 1, "first \(firstCount)×\(firstLength), next \(nextCount)")
+                tree?.checkInvariants()
+            }
+        }
+    }
 }

@@ -169,6 +169,10 @@ struct CheckpointChunkTests {
         #expect(Self.keys(Self.crafted([[a, b], [c, d]])) == [a, b, c, d])
         #expect(Self.keys(Self.crafted([[a], [b], [c], [d]])) == [a, b, c, d])
         #expect(Self.keys(Self.crafted([])) == [])
+        // A first chunk of one short key before a chunk of many (found in review: its leaf stayed underfull).
+        let many = (0..<100).map { [UInt8(3), UInt8($0)] }
+        #expect(Self.keys(Self.crafted([[a], many])) == [a] + many)
+        #expect(Self.keys(Self.crafted([[a], [b], many, [[4]]])) == [a, b] + many + [[4]])
         // Every reader check, one at a time.
         #expect(Self.rejection(Self.crafted([[c, d], [a, b]])) == "keys out of order between chunks")
         #expect(Self.rejection(Self.crafted([[a, b], [b, c]])) == "keys out of order between chunks")
