@@ -156,7 +156,8 @@ extension BTree {
     /// Joins leaf runs covering consecutive key ranges, in order, into one tree, or returns nil when a run's first
     /// key is not greater than the previous run's last key. An underfull last leaf of a run is merged with its left
     /// neighbour, or, when it is the only leaf so far, with the next run's first leaf (split evenly when the pair
-    /// is too big), so the result satisfies every invariant of a tree built in one run, whatever the runs' sizes. - Complexity: O(number of leaves + separator bytes), plus O(node size) per joined leaf.
+    /// is too big), so the result satisfies every invariant of a tree built in one run, whatever the runs' sizes.
+    /// - Complexity: O(number of leaves + separator bytes), plus O(node size) per joined leaf.
     static func assemble(_ runs: [LeafRun]) -> BTree? {
         var tree = BTree()
         var level: [Node] = []

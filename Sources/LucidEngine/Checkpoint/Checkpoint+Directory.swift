@@ -69,7 +69,9 @@ extension CheckpointLoader {
                 directory.keyspaces.append(keyspace)
             }
             guard d.isAtEnd else { return .failure(Rejection("trailing bytes in the directory")) }
-            guard position == chunksEnd else { return .failure(Rejection("chunks do not fill the space before the directory")) }
+            guard position == chunksEnd else {
+                return .failure(Rejection("chunks do not fill the space before the directory"))
+            }
             return .success(directory)
         }
     }

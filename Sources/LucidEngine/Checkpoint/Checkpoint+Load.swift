@@ -71,7 +71,8 @@ enum CheckpointLoader {
         let work = Work(raw: raw, checkedLength: bodyEnd + 8, storedCRC: stored, chunks: directory.chunks,
                         lastSequence: header.lastSequence,
                         segmentIds: Set(header.segments.map { UInt32(truncatingIfNeeded: $0.id) }))
-        let outputs = work.run(parallel: parallel ?? (processors > 1 && directory.chunks.count > 1 && raw.count >= 1 << 20))
+        let worthThreads = processors > 1 && directory.chunks.count > 1 && raw.count >= 1 << 20
+        let outputs = work.run(parallel: parallel ?? worthThreads)
         guard work.checksumMatches(outputs) else { return .failure(Rejection("checksum mismatch")) }
         for output in outputs.dropFirst() {
             if case .failure(let rejection) = output { return .failure(rejection) }

@@ -66,7 +66,8 @@ struct CheckpointWriter {
                 directory.lengthPrefixed(Array(name.utf8))
                 var keys = PrefixEncoder()
                 var previousSegment: UInt32?
-                try writeChunks(of: keyspace.primary, to: &sink, through: &w, listing: &directory) { key, location, restart, w in
+                try writeChunks(of: keyspace.primary, to: &sink, through: &w,
+                                listing: &directory) { key, location, restart, w in
                     if restart { keys = PrefixEncoder(); previousSegment = nil }
                     let sameSegment = location.segment == previousSegment
                     keys.append(key, flag: sameSegment, to: &w)
@@ -83,7 +84,8 @@ struct CheckpointWriter {
                     directory.lengthPrefixed(Array(indexName.utf8))
                     var entries = PrefixEncoder()
                     var previousTermLength: UInt16?
-                    try writeChunks(of: tree, to: &sink, through: &w, listing: &directory) { entry, termLength, restart, w in
+                    try writeChunks(of: tree, to: &sink, through: &w,
+                                    listing: &directory) { entry, termLength, restart, w in
                         if restart { entries = PrefixEncoder(); previousTermLength = nil }
                         let sameTermLength = termLength == previousTermLength
                         entries.append(entry, flag: sameTermLength, to: &w)
