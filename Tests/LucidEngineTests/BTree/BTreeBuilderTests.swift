@@ -16,6 +16,17 @@ struct BTreeBuilderTests {
         return set.sorted { $0.lexicographicallyPrecedes($1) }
     }
 
+    /// The tree's keys in iteration order, stopping after the first whose value is not its position (every test
+    /// tree maps its i-th key to i).
+    private static func keysInOrder(_ tree: BTree<Int>) -> [[UInt8]] {
+        var visited: [[UInt8]] = []
+        tree.forEach(from: nil, to: nil, reverse: false) { key, value in
+            visited.append(Array(key))
+            return value == visited.count - 1
+        }
+        return visited
+    }
+
     @Test("bulk-built trees hold exactly their input and satisfy every invariant",
           arguments: [0, 1, 2, 49, 56, 57, 64, 65, 500, 3_000, 20_000])
     func buildsValidTrees(count: Int) {
@@ -29,12 +40,7 @@ struct BTreeBuilderTests {
             var tree = builder.build()
             tree.checkInvariants()
             #expect(tree.count == keys.count)
-            var visited: [[UInt8]] = []
-            tree.forEach(from: nil, to: nil, reverse: false) { key, value in
-                visited.append(Array(key))
-                return value == visited.count - 1
-            }
-            #expect(visited == keys, "count \(count) maxLength \(maxLength)")
+            #expect(Self.keysInOrder(tree) == keys, "count \(count) maxLength \(maxLength)")
             for (i, key) in keys.enumerated() where i % 7 == 0 { #expect(tree.value(forKey: key) == i) }
             // The built tree must keep working under ordinary mutations.
             var rng = SplitMix64(seed: UInt64(count))
@@ -91,12 +97,7 @@ struct BTreeBuilderTests {
         guard let tree else { return }
         tree.checkInvariants()
         #expect(tree.count == keys.count)
-        var visited: [[UInt8]] = []
-        tree.forEach(from: nil, to: nil, reverse: false) { key, value in
-            visited.append(Array(key))
-            return value == visited.count - 1
-        }
-        #expect(visited == keys)
+        #expect(Self.keysInOrder(tree) == keys)
         // Two runs swapped, or a run that repeats the previous run's last key, are refused.
         if runs.count >= 2 {
             var swapped = runs
