@@ -48,6 +48,7 @@ final class FaultFileHandle: FileHandle, Sendable {
     }
 
     func sync() throws {
+        fileSystem.syncGate.pass()
         try fileSystem.state.withLock { try $0.sync(handle: id, path: path) }
     }
 

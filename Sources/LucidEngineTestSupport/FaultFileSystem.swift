@@ -42,6 +42,9 @@ public final class FaultFileSystem: FileSystem, Sendable {
     /// (``CrashPolicy/randomSubset`` and ``CrashPolicy/tornWrites``) and to round short writes.
     public let sectorSize: Int
 
+    /// Every file sync waits here while the gate is closed (a crash's new file system has its own, open gate).
+    public let syncGate = SyncGate()
+
     /// Creates an empty file system containing only the directories `/` and `.`.
     ///
     /// - Parameter sectorSize: the unit in which unsynced data survives or tears in a crash (512 models a

@@ -160,6 +160,25 @@ public final class Engine: Sendable {
         return ticket
     }
 
+    /// Queues `batch` for commit at once, without back-pressure: unlike ``submit(_:)`` it never blocks, so async
+    /// code may call it, and the caller bounds what it queues (the data layer queues one batch per waiting
+    /// write). Batches commit in the order they are queued, grouped with the others (group commit).
+    ///
+    /// `completion`, if given, runs on the writer thread when the batch has been committed and published (or has
+    /// failed), before the ticket completes: keep it short, and do not commit from it. It sees the batch's
+    /// sequence, or the error the ticket throws. Costs the batch's validation, O(operations), on the calling
+    /// thread.
+    /// - Throws: as ``submit(_:)`` (nothing is queued and `completion` never runs then).
+    public func enqueue(_ batch: WriteBatch,
+                        completion: (@Sendable (Result<UInt64, LucidError>) -> Void)? = nil) throws -> CommitTicket {
+        let ticket = CommitTicket()
+        try core.enqueue(batch) { [box = ticket.box] result in
+            completion?(result)
+            box.fulfill(result)
+        }
+        return ticket
+    }
+
     /// Stores one value (a batch of one put).
     @discardableResult
     public func put(_ value: [UInt8], forKey key: [UInt8], in keyspace: String,
