@@ -25,7 +25,11 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     let synchronousSearchStores: [any SynchronousSearchStore<E>]?
     /// The backend, if the manager has one.
     let remote: (any RemoteStoring<E>)?
+    /// Orders writes: held while the stores begin one (not while it becomes durable).
     let writeLock = AsyncMutex()
+    /// Held by an observer's registration and by each write's refresh of the observers (see
+    /// ``refreshObservers(changed:removed:)``).
+    let refreshLock = AsyncMutex()
     private let clock = Mutex(WriteClock())
     let observers = QueryObservers<E>()
 
@@ -123,8 +127,9 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     func observe(_ query: Query<E>, in context: ReadContext<E>) async throws(ManagerError) -> AsyncStream<QueryResult<E>> {
         do { try query.validate() } catch { throw .invalidQuery(error) }
         let access = try checkRead(context)
-        await writeLock.lock()
-        defer { writeLock.unlock() }
+        // A write that finishes after the first result is read refreshes the observation after it is registered.
+        await refreshLock.lock()
+        defer { refreshLock.unlock() }
         if observers.existing(query) == nil {
             let initial = access == .noAccess ? .empty : try await localSearch(query, contract: context.contract)
             return observers.observe(query, context: context) { initial }
@@ -178,28 +183,64 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     }
 
     /// Writes to the local stores, in order, skipping stale entities; refreshes the observers.
+    ///
+    /// The write lock is held only while the stores begin the write (``Store/beginSet(_:)``: the write's place
+    /// among the stores' writes is fixed); the write then becomes durable outside it, together with the writes
+    /// begun meanwhile (they share the engine's syncs).
     func applyLocal(_ entities: [E], origin: UInt64?) async throws(ManagerError) -> (stored: [E], skipped: Bool) {
         guard !stores.isEmpty else { return (entities, false) }
         await writeLock.lock()
-        defer { writeLock.unlock() }
         let admitted = admit(entities.map(\.identifier), at: origin)
         let current = admitted.allSatisfy { $0 } ? entities : zip(entities, admitted).filter(\.1).map(\.0)
-        guard !current.isEmpty else { return ([], true) }
-        let stored: [E] = try await forEachStore { store throws(StoreError) in try await store.set(current) }
+        guard !current.isEmpty else {
+            writeLock.unlock()
+            return ([], true)
+        }
+        let writes: [StoreWrite<E>]
+        do {
+            writes = try await forEachStore { store throws(StoreError) in try await store.beginSet(current) }
+        } catch {
+            writeLock.unlock()
+            throw error
+        }
+        writeLock.unlock()
+        let stored = try await finish(writes)
         await refreshObservers(changed: stored, removed: [])
         return (stored, current.count < entities.count)
     }
 
-    /// Removes from the local stores, skipping stale removals; refreshes the observers.
+    /// Removes from the local stores, skipping stale removals; refreshes the observers. Locks as
+    /// ``applyLocal(_:origin:)`` does.
     func removeLocal(_ ids: [E.Identifier], origin: UInt64?) async throws(ManagerError) {
         guard !stores.isEmpty else { return }
         await writeLock.lock()
-        defer { writeLock.unlock() }
         let admitted = admit(ids, at: origin)
         let current = zip(ids, admitted).filter(\.1).map(\.0)
-        guard !current.isEmpty else { return }
-        let _: [E] = try await forEachStore { store throws(StoreError) in try await store.remove(current); return [] }
+        guard !current.isEmpty else {
+            writeLock.unlock()
+            return
+        }
+        let writes: [StoreWrite<E>]
+        do {
+            writes = try await forEachStore { store throws(StoreError) in try await store.beginRemove(current) }
+        } catch {
+            writeLock.unlock()
+            throw error
+        }
+        writeLock.unlock()
+        _ = try await finish(writes)
         await refreshObservers(changed: [], removed: current)
+    }
+
+    /// Waits for every store's write to finish (all of them, even after one fails); returns the first store's
+    /// (in level order) stored entities, throws the first error.
+    private func finish(_ writes: [StoreWrite<E>]) async throws(ManagerError) -> [E] {
+        var firstError: StoreError?
+        for write in writes {
+            do throws(StoreError) { _ = try await write.finish() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw .wrap(firstError) }
+        return writes.first?.stored ?? []
     }
 
     /// Removes the entity with this identifier. - Throws: ``ManagerError`` when a store fails.
@@ -248,34 +289,39 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         }
     }
 
-    /// Runs `body` on every store concurrently; returns the first store's (in level order) result, throws the
-    /// first error.
-    private func forEachStore(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> [E])
-        async throws(ManagerError) -> [E] {
+    /// Runs `body` on every store concurrently; returns the results in level order, throws the first error
+    /// (in level order).
+    private func forEachStore<T: Sendable>(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> T)
+        async throws(ManagerError) -> [T] {
         if stores.count == 1 {
-            do { return try await body(stores[0]) } catch { throw .wrap(error) }
+            do { return [try await body(stores[0])] } catch { throw .wrap(error) }
         }
-        let results = await withTaskGroup(of: (Int, Result<[E], StoreError>).self) { group in
+        let results = await withTaskGroup(of: (Int, Result<T, StoreError>).self) { group in
             for (i, store) in stores.enumerated() {
                 group.addTask {
                     do throws(StoreError) { return (i, .success(try await body(store))) } catch { return (i, .failure(error)) }
                 }
             }
-            var all: [(Int, Result<[E], StoreError>)] = []
+            var all: [(Int, Result<T, StoreError>)] = []
             for await r in group { all.append(r) }
             return all.sorted { $0.0 < $1.0 }.map(\.1)
         }
-        var first: [E]?
+        var values: [T] = []
         for result in results {
             switch result {
             case .failure(let error): throw .wrap(error)
-            case .success(let value): if first == nil { first = value }
+            case .success(let value): values.append(value)
             }
         }
-        return first ?? []
+        return values
     }
 
+    /// Evaluates again the continuous queries a finished write may affect and publishes their new results.
+    /// Refreshes run one at a time (``refreshLock``), each reading the stores after its write finished, so the
+    /// last result published is never older than a write that finished.
     private func refreshObservers(changed: [E], removed: [E.Identifier]) async {
+        await refreshLock.lock()
+        defer { refreshLock.unlock() }
         for observation in observers.affected(changed: changed, removed: removed) {
             let result: QueryResult<E>
             if observation.accessValidator?.userAccess == .noAccess {

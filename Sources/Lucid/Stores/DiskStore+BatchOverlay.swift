@@ -1,19 +1,22 @@
 import LucidEngine
 
-/// The records a ``DiskStore`` write batch is building, over the snapshot it started from: what the store will
-/// hold once the batch commits, as far as the batch's own entities can see.
+/// The records a ``DiskStore`` write batch is building, over the store's queued writes and the snapshot it
+/// started from: what the store will hold once the batch commits, as far as the batch's own entities can see.
 ///
 /// A `set` of several entities must leave exactly what setting them one at a time leaves. Each entity therefore
 /// looks for its stored record in this overlay, never in the snapshot alone: a record the batch already
 /// replaced, moved or deleted is stale in the snapshot, and merging with it would resurrect or delete the wrong
 /// thing (a plain entity rewritten by its remote half, then written by its local half in the same batch, must
-/// not match the record's old local half).
+/// not match the record's old local half). Between the batch and the snapshot come the writes queued before
+/// it and not yet published (``DiskInFlightWrites``), for the same reason.
 ///
 /// - Complexity: each lookup is O(1) dictionary probes plus at most one snapshot read and one `__lid` walk over
 ///   the records carrying a local value (normally one).
 struct DiskBatchOverlay<E: LocalEntity> {
     private let store: DiskStore<E>
     private let snapshot: Snapshot
+    /// The store's writes queued before this batch and not yet in `snapshot`.
+    private let inFlight: DiskInFlightWrites<E>
     /// The batch's records in the order their keys were first written (nil: a delete).
     private(set) var writes: [(key: [UInt8], entity: E?)] = []
     /// Where each key the batch wrote is in `writes`.
@@ -22,9 +25,10 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// everywhere in identifiers: `"e\u{301}"` and `"\u{e9}"` are two ids).
     private var localKeys: [ByteString: [[UInt8]]] = [:]
 
-    init(store: DiskStore<E>, snapshot: Snapshot, capacity: Int) {
+    init(store: DiskStore<E>, snapshot: Snapshot, inFlight: DiskInFlightWrites<E>, capacity: Int) {
         self.store = store
         self.snapshot = snapshot
+        self.inFlight = inFlight
         writes.reserveCapacity(capacity)
         position.reserveCapacity(capacity)
     }
@@ -52,25 +56,55 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// Whether a record is under `key` now.
     func contains(_ key: [UInt8]) -> Bool {
         if let i = position[ByteKey(key)] { return writes[i].entity != nil }
+        if let queued = inFlight.record(key) { return queued.entity != nil }
         return snapshot.contains(key, in: store.keyspace)
+    }
+
+    /// The entity under `key` now: the batch's, else a queued write's, else the snapshot's.
+    func entity(at key: [UInt8]) throws(StoreError) -> E? {
+        if let i = position[ByteKey(key)] { return writes[i].entity }
+        if let queued = inFlight.record(key) { return queued.entity }
+        return try store.fetch(key, in: snapshot)
     }
 
     /// The record `identifier` matches now, by the rule of ``DiskStore/locateKey(_:storageKey:in:)``:
     /// the one under its storage key `storageKey`, else (for an id with a local value) one carrying that local
-    /// value, unless it has another remote id. The batch's own records come first; the snapshot's only under
-    /// keys the batch has not touched.
+    /// value, unless it has another remote id. The batch's own records come first, then the queued writes'; the
+    /// snapshot's only under keys neither has touched.
     func locate(_ identifier: E.Identifier, storageKey: [UInt8]) throws(StoreError) -> (key: [UInt8], entity: E)? {
-        if let i = position[ByteKey(storageKey)] {
-            if let entity = writes[i].entity { return (storageKey, entity) }
-        } else if let entity = try store.fetch(storageKey, in: snapshot) {
-            return (storageKey, entity)
-        }
-        guard let local = Self.localKey(identifier) else { return nil }
+        if let entity = try entity(at: storageKey) { return (storageKey, entity) }
+        guard let key = localRecordKey(identifier, storageKey: storageKey) else { return nil }
+        return try entity(at: key).map { (key, $0) }
+    }
+
+    /// The key of a live record other than the one under `storageKey` that `identifier` matches by its local
+    /// value (see ``DiskStore/localRecordKey(_:storageKey:in:skipping:)``), looked for in the same order.
+    private func localRecordKey(_ identifier: E.Identifier, storageKey: [UInt8]) -> [UInt8]? {
+        guard let local = identifier.localValue.map(ByteString.init) else { return nil }
         for key in localKeys[local] ?? [] where DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
-            if let i = position[ByteKey(key)], let entity = writes[i].entity { return (key, entity) }
+            return key
         }
-        guard let key = store.localRecordKey(identifier, storageKey: storageKey, in: snapshot,
-                                             skipping: { position[ByteKey($0)] != nil }) else { return nil }
-        return try store.fetch(key, in: snapshot).map { (key, $0) }
+        for key in inFlight.keys(carrying: local)
+        where position[ByteKey(key)] == nil && DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
+            return key
+        }
+        return store.localRecordKey(identifier, storageKey: storageKey, in: snapshot) { key in
+            position[ByteKey(key)] != nil || inFlight.record(key) != nil
+        }
+    }
+
+    /// Every record equal to `identifier` now (the rule of ``DiskStore/locateKeys(_:in:)``): the one under its
+    /// storage key, and for an id with both halves also a record still filed under its local value alone; else
+    /// the one it matches by its local value.
+    func locateKeys(_ identifier: E.Identifier) -> [[UInt8]] {
+        let key = identifier.storageKey
+        var keys: [[UInt8]] = []
+        if contains(key) { keys.append(key) }
+        if key.first == 0x72, let local = identifier.localValue {
+            let localKey = [0x6C] + Array(local.utf8)
+            if contains(localKey) { keys.append(localKey) }
+        }
+        if keys.isEmpty, let found = localRecordKey(identifier, storageKey: key) { keys.append(found) }
+        return keys
     }
 }

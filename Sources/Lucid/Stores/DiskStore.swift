@@ -1,4 +1,5 @@
 import LucidEngine
+import Synchronization
 
 /// The disk store: entities of one type in one keyspace of a ``LucidEngine/Engine``, with one secondary index
 /// per ``EntityIndexName`` (named by its raw value) and a reserved `__lid` index of local identifiers.
@@ -13,13 +14,19 @@ import LucidEngine
 ///   keys in order; ordering by an index walks it in order until the window is full. What no index answers
 ///   (`~=`, comparisons of identifiers by order) is evaluated on the candidates the rest of the filter leaves,
 ///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity.
-/// - Writes are serialized per store (a FIFO async lock) so that each batch merges with the current values.
+/// - Writes are prepared one at a time (under a lock, never across a suspension), each merging with the values
+///   the writes before it leave, published or still queued (``DiskInFlightWrites``); they then wait for the
+///   engine's commit outside the lock, so concurrent durable writes share its syncs (group commit). A write is
+///   visible to reads once it is durable, when `set` or `remove` returns.
 public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// The engine holding the data.
     public let engine: Engine
     /// The keyspace (default: the entity's ``EntityTypeIdentifying/identifierTypeID``).
     public let keyspace: String
-    private let writeLock = AsyncMutex()
+    /// Held while a write prepares and queues its batch; holds the last batch generation given out.
+    private let writeLock = Mutex<UInt64>(0)
+    /// The writes queued on the engine and not yet published.
+    let inFlight = Mutex(DiskInFlightWrites<E>())
     /// Entities decoded from this store's records, by key and commit sequence (see ``EntityCache``).
     let cache: EntityCache<E>
 
@@ -47,6 +54,10 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// The decoded-entity cache's entries, the bytes they count, and its hits and misses since the store was made.
     public var entityCacheStatistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { cache.statistics }
+
+    /// How many records writes have queued on the engine that it has not published yet (writes begun and not
+    /// durable). O(1).
+    public var queuedRecordCount: Int { inFlight.withLock { $0.count } }
 
     // MARK: Reads
 
@@ -137,19 +148,36 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     // MARK: Writes
 
     public func set(_ entities: [E]) async throws(StoreError) -> [E] {
-        await writeLock.lock()
-        defer { writeLock.unlock() }
-        let (batch, stored) = try prepareSet(entities)
-        try await commit(batch)
-        return stored
+        try await beginSetNow(entities).finish()
     }
 
-    /// The batch that writes `entities` over what is stored, and the stored entities. The snapshot it reads is
-    /// released when it returns, before the commit: a live snapshot makes the writer copy every B-tree node the
-    /// batch touches.
-    private func prepareSet(_ entities: [E]) throws(StoreError) -> (WriteBatch, [E]) {
+    /// Prepares and queues the write of `entities` (see ``Store/beginSet(_:)``) without waiting for it to be
+    /// durable: a write begun after this returns merges over it.
+    public func beginSet(_ entities: [E]) async throws(StoreError) -> StoreWrite<E> {
+        try beginSetNow(entities)
+    }
+
+    /// Synchronous ``beginSet(_:)``: O(entities) lookups, merges and encodings, under the write lock.
+    public func beginSetNow(_ entities: [E]) throws(StoreError) -> StoreWrite<E> {
+        try writeLock.withLock { generation throws(StoreError) -> StoreWrite<E> in
+            let (writes, stored) = try prepareSet(entities)
+            return try queue(writes, stored: stored, generation: &generation)
+        }
+    }
+
+    /// A batch overlay over the current snapshot and the writes queued before it, taken together (a write
+    /// retired after the snapshot was taken is still in the copy of the queued writes).
+    private func openOverlay(capacity: Int) throws(StoreError) -> DiskBatchOverlay<E> {
+        let (snapshot, queued) = try inFlight.withLock { queued throws(StoreError) in (try openSnapshot(), queued) }
+        return DiskBatchOverlay(store: self, snapshot: snapshot, inFlight: queued, capacity: capacity)
+    }
+
+    /// The records that write `entities`, each merged over what is stored, and the stored entities. The
+    /// snapshot it reads is released when it returns, before the batch is queued: a live snapshot makes the
+    /// writer copy every B-tree node the batch touches.
+    private func prepareSet(_ entities: [E]) throws(StoreError) -> ([(key: [UInt8], entity: E?)], [E]) {
         // Each entity merges with what the batch's earlier entities left (see `DiskBatchOverlay`).
-        var overlay = DiskBatchOverlay(store: self, snapshot: try openSnapshot(), capacity: entities.count)
+        var overlay = try openOverlay(capacity: entities.count)
         var stored: [E] = []
         stored.reserveCapacity(entities.count)
         for entity in entities {
@@ -167,47 +195,76 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
             overlay.write(merged, forKey: key)
             stored.append(merged)
         }
+        return (overlay.writes, stored)
+    }
+
+    /// Queues the batch of `writes` on the engine, its records first added to the queued writes (so that the
+    /// engine's retiring them, on the writer thread, always comes after).
+    private func queue(_ writes: [(key: [UInt8], entity: E?)], stored: [E],
+                       generation: inout UInt64) throws(StoreError) -> StoreWrite<E> {
+        let batch = try Self.batch(of: writes, in: keyspace)
+        guard !batch.isEmpty else { return StoreWrite(stored: stored) }
+        generation += 1
+        let batchGeneration = generation
+        inFlight.withLock { $0.add(writes, generation: batchGeneration) }
+        do {
+            let ticket = try engine.enqueue(batch) { [self] _ in
+                inFlight.withLock { $0.retire(writes, generation: batchGeneration) }
+            }
+            return StoreWrite(stored: stored, ticket: ticket)
+        } catch {
+            inFlight.withLock { $0.retire(writes, generation: batchGeneration) }
+            throw .wrap(error)
+        }
+    }
+
+    /// The engine batch of an overlay's writes: each entity encoded with its index terms, each nil a delete.
+    private static func batch(of writes: [(key: [UInt8], entity: E?)], in keyspace: String) throws(StoreError) -> WriteBatch {
         var batch = WriteBatch()
         let indexNames = E.IndexName.allCases
-        for (key, write) in overlay.writes {
+        for (key, write) in writes {
             if let entity = write {
                 let bytes: [UInt8]
                 do { bytes = try entity.encodeRecord() } catch { throw .unencodableEntity("\(error)") }
-                batch.put(bytes, forKey: key, in: keyspace, indexTerms: Self.terms(of: entity, indexNames: indexNames))
+                batch.put(bytes, forKey: key, in: keyspace, indexTerms: terms(of: entity, indexNames: indexNames))
             } else {
                 batch.delete(key, in: keyspace)
             }
         }
-        return (batch, stored)
+        return batch
     }
 
     public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
-        await writeLock.lock()
-        defer { writeLock.unlock() }
-        try await commit(try prepareRemove(identifiers))
+        _ = try await beginRemoveNow(identifiers).finish()
     }
 
-    /// The batch that deletes the records of `identifiers` (its snapshot released before the commit).
-    private func prepareRemove(_ identifiers: [E.Identifier]) throws(StoreError) -> WriteBatch {
-        let snapshot = try openSnapshot()
-        var batch = WriteBatch()
-        var seen = Set<ByteKey>()
-        for identifier in identifiers {
-            // Every record equal to the id: also a copy still filed under its local value alone.
-            for key in locateKeys(identifier, in: snapshot) where seen.insert(ByteKey(key)).inserted { batch.delete(key, in: keyspace) }
+    /// Prepares and queues the removal of `identifiers` (see ``Store/beginRemove(_:)``) without waiting for it to
+    /// be durable.
+    public func beginRemove(_ identifiers: [E.Identifier]) async throws(StoreError) -> StoreWrite<E> {
+        try beginRemoveNow(identifiers)
+    }
+
+    /// Synchronous ``beginRemove(_:)``: deletes every record equal to each identifier (also a copy still filed
+    /// under its local value alone), as the writes before it leave them.
+    public func beginRemoveNow(_ identifiers: [E.Identifier]) throws(StoreError) -> StoreWrite<E> {
+        try writeLock.withLock { generation throws(StoreError) -> StoreWrite<E> in
+            return try queue(try prepareRemove(identifiers), stored: [], generation: &generation)
         }
-        return batch
+    }
+
+    /// The deletes that remove `identifiers`, their snapshot released on return (as ``prepareSet(_:)``'s).
+    private func prepareRemove(_ identifiers: [E.Identifier]) throws(StoreError) -> [(key: [UInt8], entity: E?)] {
+        var overlay = try openOverlay(capacity: identifiers.count)
+        for identifier in identifiers {
+            for key in overlay.locateKeys(identifier) { overlay.write(nil, forKey: key) }
+        }
+        return overlay.writes
     }
 
     public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
         let ids = try await search(query).entities.map(\.identifier)
         try await remove(ids)
         return ids
-    }
-
-    private func commit(_ batch: WriteBatch) async throws(StoreError) {
-        guard !batch.isEmpty else { return }
-        do { _ = try await engine.commit(batch) } catch { throw .wrap(error) }
     }
 
     /// The index terms stored with an entity: every index name's terms and its local identifier.

@@ -27,6 +27,12 @@ public protocol Store<E>: Sendable {
     func remove(_ identifiers: [E.Identifier]) async throws(StoreError)
     /// Removes the entities matching `query`; returns their identifiers.
     func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier]
+    /// Begins ``set(_:)``: returns once the write's place among this store's writes is fixed (a write begun
+    /// later merges over it) and its stored entities are known; ``StoreWrite/finish()`` waits until it is durable
+    /// and visible to reads. The default runs `set` whole; ``DiskStore`` returns before its engine's sync.
+    func beginSet(_ entities: [E]) async throws(StoreError) -> StoreWrite<E>
+    /// Begins ``remove(_:)`` as ``beginSet(_:)`` begins `set`.
+    func beginRemove(_ identifiers: [E.Identifier]) async throws(StoreError) -> StoreWrite<E>
 }
 
 /// A store whose reads by identifier never suspend (the memory, disk and cache stores):
