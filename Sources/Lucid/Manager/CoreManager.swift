@@ -236,11 +236,17 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// (in level order) stored entities, throws the first error.
     private func finish(_ writes: [StoreWrite<E>]) async throws(ManagerError) -> [E] {
         var firstError: StoreError?
+        var first: [E]?
         for write in writes {
-            do throws(StoreError) { _ = try await write.finish() } catch { firstError = firstError ?? error }
+            do throws(StoreError) {
+                let stored = try await write.finish()
+                if first == nil { first = stored }
+            } catch {
+                firstError = firstError ?? error
+            }
         }
         if let firstError { throw .wrap(firstError) }
-        return writes.first?.stored ?? []
+        return first ?? []
     }
 
     /// Removes the entity with this identifier. - Throws: ``ManagerError`` when a store fails.

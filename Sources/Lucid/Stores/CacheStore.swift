@@ -6,14 +6,18 @@ import Synchronization
 /// - `search`: from memory only for identifier-only queries without a window when memory holds every id
 ///   asked; otherwise from disk, caching what an identifier query found.
 /// - `set`: disk first, then memory with the disk's merged entities; entities equal to their cached copy
-///   (``LocalEntity/shouldOverwrite(with:)`` false) are not rewritten. `remove`/`removeAll`: disk, then memory.
-/// - Writes are serialized (a FIFO async lock), so memory never shows a value the disk does not hold.
+///   (``LocalEntity/shouldOverwrite(with:)`` false) are not rewritten, unless another write of this store is
+///   still on its way to the disk. `remove`/`removeAll`: disk, then memory.
+/// - Writes begin one at a time (a lock held while they compare with memory and queue their disk write) and
+///   update memory when the disk publishes them, in the order they began, so memory never shows a value the
+///   disk does not hold; concurrent durable writes share the engine's syncs.
 public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
     /// The memory cache.
     public let memory: InMemoryStore<E>
     /// The backing store.
     public let disk: DiskStore<E>
-    private let writeLock = AsyncMutex()
+    /// Held while a write compares with memory and begins its disk write (never across a suspension).
+    private let writeLock = Mutex(())
     /// Incremented when a write starts; a disk read caches its result only if no write started since.
     private let generation = Mutex<(started: UInt64, running: Int)>((0, 0))
 
@@ -64,30 +68,71 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
     }
 
     public func set(_ entities: [E]) async throws(StoreError) -> [E] {
-        await writeLock.lock()
-        defer { writeLock.unlock() }
-        begin()
-        defer { end() }
-        let changed = entities.filter { entity in
-            guard let cached = memory.getNow(entity.identifier) else { return true }
-            // Identifier equality ignores a newly known half, so compare the halves too.
-            return cached.shouldOverwrite(with: entity) || cached.identifier.storageKey != entity.identifier.storageKey
-                || cached.identifier.localValue != entity.identifier.localValue
+        try await beginSetNow(entities).finish()
+    }
+
+    /// Begins ``set(_:)`` (see ``Store/beginSet(_:)``): the disk write is queued; memory takes the disk's merged
+    /// entities once the disk write is published, in the order writes were begun.
+    public func beginSet(_ entities: [E]) async throws(StoreError) -> StoreWrite<E> {
+        try beginSetNow(entities)
+    }
+
+    /// Synchronous ``beginSet(_:)``: compares the entities with their cached copies and begins the disk write.
+    public func beginSetNow(_ entities: [E]) throws(StoreError) -> StoreWrite<E> {
+        try writeLock.withLock { _ throws(StoreError) -> StoreWrite<E> in
+            // Memory is current only when no earlier write is still on its way to the disk: otherwise every
+            // entity is written (skipping one equal to a cached copy that a queued write replaces would lose it).
+            let alone = begin()
+            let changed = !alone ? entities : entities.filter { entity in
+                guard let cached = memory.getNow(entity.identifier) else { return true }
+                // Identifier equality ignores a newly known half, so compare the halves too.
+                return cached.shouldOverwrite(with: entity) || cached.identifier.storageKey != entity.identifier.storageKey
+                    || cached.identifier.localValue != entity.identifier.localValue
+            }
+            guard !changed.isEmpty else {
+                defer { end() }
+                return StoreWrite(stored: entities.map { memory.getNow($0.identifier) ?? $0 })
+            }
+            let write: StoreWrite<E>
+            do throws(StoreError) {
+                write = try disk.beginSetNow(changed) { [memory, self] published, stored in
+                    if published { memory.setNow(stored) }
+                    end()
+                }
+            } catch {
+                end()
+                throw error
+            }
+            if changed.count == entities.count { return write }
+            // What the entities not rewritten are in memory once the write is durable.
+            return write.then { [memory] in entities.map { memory.getNow($0.identifier) ?? $0 } }
         }
-        guard !changed.isEmpty else { return entities.map { memory.getNow($0.identifier) ?? $0 } }
-        let stored = try await disk.set(changed)
-        memory.setNow(stored)
-        if changed.count == entities.count { return stored }
-        return entities.map { memory.getNow($0.identifier) ?? $0 }
     }
 
     public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
-        await writeLock.lock()
-        defer { writeLock.unlock() }
-        begin()
-        defer { end() }
-        try await disk.remove(identifiers)
-        try await memory.remove(identifiers)
+        _ = try await beginRemoveNow(identifiers).finish()
+    }
+
+    /// Begins ``remove(_:)`` (see ``Store/beginRemove(_:)``): memory drops the entities once the disk removal is
+    /// published.
+    public func beginRemove(_ identifiers: [E.Identifier]) async throws(StoreError) -> StoreWrite<E> {
+        try beginRemoveNow(identifiers)
+    }
+
+    /// Synchronous ``beginRemove(_:)``.
+    public func beginRemoveNow(_ identifiers: [E.Identifier]) throws(StoreError) -> StoreWrite<E> {
+        try writeLock.withLock { _ throws(StoreError) -> StoreWrite<E> in
+            begin()
+            do throws(StoreError) {
+                return try disk.beginRemoveNow(identifiers) { [memory, self] published, _ in
+                    if published { memory.removeNow(identifiers) }
+                    end()
+                }
+            } catch {
+                end()
+                throw error
+            }
+        }
     }
 
     public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
@@ -96,6 +141,14 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
         return ids
     }
 
-    private func begin() { generation.withLock { $0.started &+= 1; $0.running += 1 } }
+    /// Counts a write as started and running; returns whether it is the only one running.
+    @discardableResult
+    private func begin() -> Bool {
+        generation.withLock { g in
+            g.started &+= 1
+            g.running += 1
+            return g.running == 1
+        }
+    }
     private func end() { generation.withLock { $0.running -= 1 } }
 }

@@ -159,11 +159,21 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// Synchronous ``beginSet(_:)``: O(entities) lookups, merges and encodings, under the write lock.
     public func beginSetNow(_ entities: [E]) throws(StoreError) -> StoreWrite<E> {
+        try beginSetNow(entities, whenDone: nil)
+    }
+
+    /// ``beginSetNow(_:)``; `whenDone` runs once the write is published (true, with the stored entities) or has
+    /// failed (false), on the engine's writer thread, in the order writes were begun, before `finish` returns;
+    /// it does not run when this throws.
+    func beginSetNow(_ entities: [E], whenDone: WhenDone?) throws(StoreError) -> StoreWrite<E> {
         try writeLock.withLock { generation throws(StoreError) -> StoreWrite<E> in
             let (writes, stored) = try prepareSet(entities)
-            return try queue(writes, stored: stored, generation: &generation)
+            return try queue(writes, stored: stored, generation: &generation, whenDone: whenDone)
         }
     }
+
+    /// Called when a begun write is published (true) or failed (false), with its stored entities.
+    typealias WhenDone = @Sendable (_ published: Bool, _ stored: [E]) -> Void
 
     /// A batch overlay over the current snapshot and the writes queued before it, taken together (a write
     /// retired after the snapshot was taken is still in the copy of the queued writes).
@@ -200,16 +210,22 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// Queues the batch of `writes` on the engine, its records first added to the queued writes (so that the
     /// engine's retiring them, on the writer thread, always comes after).
-    private func queue(_ writes: [(key: [UInt8], entity: E?)], stored: [E],
-                       generation: inout UInt64) throws(StoreError) -> StoreWrite<E> {
+    private func queue(_ writes: [(key: [UInt8], entity: E?)], stored: [E], generation: inout UInt64,
+                       whenDone: WhenDone?) throws(StoreError) -> StoreWrite<E> {
         let batch = try Self.batch(of: writes, in: keyspace)
-        guard !batch.isEmpty else { return StoreWrite(stored: stored) }
+        guard !batch.isEmpty else {
+            whenDone?(true, stored)
+            return StoreWrite(stored: stored)
+        }
         generation += 1
         let batchGeneration = generation
         inFlight.withLock { $0.add(writes, generation: batchGeneration) }
         do {
-            let ticket = try engine.enqueue(batch) { [self] _ in
+            let ticket = try engine.enqueue(batch) { [self] result in
                 inFlight.withLock { $0.retire(writes, generation: batchGeneration) }
+                if let whenDone {
+                    if case .success = result { whenDone(true, stored) } else { whenDone(false, stored) }
+                }
             }
             return StoreWrite(stored: stored, ticket: ticket)
         } catch {
@@ -247,8 +263,13 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// Synchronous ``beginRemove(_:)``: deletes every record equal to each identifier (also a copy still filed
     /// under its local value alone), as the writes before it leave them.
     public func beginRemoveNow(_ identifiers: [E.Identifier]) throws(StoreError) -> StoreWrite<E> {
+        try beginRemoveNow(identifiers, whenDone: nil)
+    }
+
+    /// ``beginRemoveNow(_:)`` with a `whenDone` as ``beginSetNow(_:whenDone:)``'s.
+    func beginRemoveNow(_ identifiers: [E.Identifier], whenDone: WhenDone?) throws(StoreError) -> StoreWrite<E> {
         try writeLock.withLock { generation throws(StoreError) -> StoreWrite<E> in
-            return try queue(try prepareRemove(identifiers), stored: [], generation: &generation)
+            try queue(try prepareRemove(identifiers), stored: [], generation: &generation, whenDone: whenDone)
         }
     }
 

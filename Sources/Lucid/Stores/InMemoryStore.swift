@@ -157,7 +157,10 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         }
     }
 
-    public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) {
+    public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) { removeNow(identifiers) }
+
+    /// Synchronous ``remove(_:)``.
+    public func removeNow(_ identifiers: [E.Identifier]) {
         state.withLock { s in for id in identifiers { s.remove(id) } }
     }
 
