@@ -7,16 +7,22 @@ import Synchronization
 ///
 /// Waiting polls every 200 µs: a test aid, not a synchronization primitive for production code.
 public final class SyncGate: Sendable {
-    private let state = Mutex<(closed: Bool, waiting: Int)>((false, 0))
+    private let state = Mutex<(closed: Bool, waiting: Int, permits: Int, passed: Int)>((false, 0, 0, 0))
 
     /// An open gate.
     public init() {}
 
     /// Makes later syncs wait until ``open()``.
-    public func close() { state.withLock { $0.closed = true } }
+    public func close() { state.withLock { $0.closed = true; $0.permits = 0 } }
 
     /// Lets every waiting and later sync through.
     public func open() { state.withLock { $0.closed = false } }
+
+    /// Lets `count` syncs through (waiting or later ones) while the gate stays closed.
+    public func allow(_ count: Int) { state.withLock { $0.permits += count } }
+
+    /// How many syncs have passed the gate since it was made.
+    public var passed: Int { state.withLock { $0.passed } }
 
     /// How many syncs are waiting at the gate now.
     public var waiting: Int { state.withLock { $0.waiting } }
@@ -35,11 +41,23 @@ public final class SyncGate: Sendable {
     /// Called by a sync: returns at once when the gate is open, else when it opens.
     func pass() {
         let closed = state.withLock { s -> Bool in
-            if s.closed { s.waiting += 1 }
+            if s.closed && s.permits > 0 { s.permits -= 1; s.passed += 1; return false }
+            if s.closed { s.waiting += 1 } else { s.passed += 1 }
             return s.closed
         }
         guard closed else { return }
-        while state.withLock({ $0.closed }) { usleep(200) }
-        state.withLock { $0.waiting -= 1 }
+        while true {
+            let through = state.withLock { s -> Bool in
+                if !s.closed || s.permits > 0 {
+                    if s.closed { s.permits -= 1 }
+                    s.waiting -= 1
+                    s.passed += 1
+                    return true
+                }
+                return false
+            }
+            if through { return }
+            usleep(200)
+        }
     }
 }

@@ -78,19 +78,28 @@ struct DiskBatchOverlay<E: LocalEntity> {
     }
 
     /// The key of a live record other than the one under `storageKey` that `identifier` matches by its local
-    /// value (see ``DiskStore/localRecordKey(_:storageKey:in:skipping:)``), looked for in the same order.
+    /// value (see ``DiskStore/localRecordKey(_:storageKey:in:skipping:)``): of all of them, in the batch, the
+    /// queued writes and the snapshot, the smallest key, as the `__lid` index (in key order) gives it when the
+    /// writes are made one at a time. (Two records carry the same local value when two remote ids were paired
+    /// with it.)
     private func localRecordKey(_ identifier: E.Identifier, storageKey: [UInt8]) -> [UInt8]? {
         guard let local = identifier.localValue.map(ByteString.init) else { return nil }
+        var best: [UInt8]?
+        func consider(_ key: [UInt8]) {
+            if best.map({ key.lexicographicallyPrecedes($0) }) ?? true { best = key }
+        }
         for key in localKeys[local] ?? [] where DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
-            return key
+            consider(key)
         }
         for key in inFlight.keys(carrying: local)
         where position[ByteKey(key)] == nil && DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
-            return key
+            consider(key)
         }
-        return store.localRecordKey(identifier, storageKey: storageKey, in: snapshot) { key in
+        let stored = store.localRecordKey(identifier, storageKey: storageKey, in: snapshot) { key in
             position[ByteKey(key)] != nil || inFlight.record(key) != nil
         }
+        if let stored { consider(stored) }
+        return best
     }
 
     /// Every record equal to `identifier` now (the rule of ``DiskStore/locateKeys(_:in:)``): the one under its

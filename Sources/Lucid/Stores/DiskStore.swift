@@ -209,7 +209,8 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     }
 
     /// Queues the batch of `writes` on the engine, its records first added to the queued writes (so that the
-    /// engine's retiring them, on the writer thread, always comes after).
+    /// engine's retiring them, on the writer thread, always comes after). - Throws: ``StoreError/engine(_:)``
+    /// when the engine refuses the batch (its limits, closed, failed); nothing is queued then.
     private func queue(_ writes: [(key: [UInt8], entity: E?)], stored: [E], generation: inout UInt64,
                        whenDone: WhenDone?) throws(StoreError) -> StoreWrite<E> {
         let batch = try Self.batch(of: writes, in: keyspace)
@@ -217,6 +218,10 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
             whenDone?(true, stored)
             return StoreWrite(stored: stored)
         }
+        // Once its records are added, a batch may only fail with the engine (closed or failed: every later write
+        // fails too). A batch the engine would refuse must not be added: retiring it would take away the records
+        // of an earlier queued write under the same keys.
+        do { try batch.validate() } catch { throw .wrap(error) }
         generation += 1
         let batchGeneration = generation
         inFlight.withLock { $0.add(writes, generation: batchGeneration) }
