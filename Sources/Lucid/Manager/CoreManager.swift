@@ -235,6 +235,10 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// Waits for every store's write to finish (all of them, even after one fails); returns the first store's
     /// (in level order) stored entities, throws the first error.
     private func finish(_ writes: [StoreWrite<E>]) async throws(ManagerError) -> [E] {
+        if writes.count == 1 {
+            // One store (the usual stack): no optionals of generic types to carry (each costs a type lookup).
+            do throws(StoreError) { return try await writes[0].finish() } catch { throw .wrap(error) }
+        }
         var firstError: StoreError?
         var first: [E]?
         for write in writes {
@@ -295,24 +299,24 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         }
     }
 
-    /// Runs `body` on every store concurrently; returns the results in level order, throws the first error
-    /// (in level order).
-    private func forEachStore<T: Sendable>(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> T)
-        async throws(ManagerError) -> [T] {
+    /// Begins a write on every store concurrently (`body`); returns the writes in level order, throws the first
+    /// error (in level order).
+    private func forEachStore(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> StoreWrite<E>)
+        async throws(ManagerError) -> [StoreWrite<E>] {
         if stores.count == 1 {
             do { return [try await body(stores[0])] } catch { throw .wrap(error) }
         }
-        let results = await withTaskGroup(of: (Int, Result<T, StoreError>).self) { group in
+        let results = await withTaskGroup(of: (Int, Result<StoreWrite<E>, StoreError>).self) { group in
             for (i, store) in stores.enumerated() {
                 group.addTask {
                     do throws(StoreError) { return (i, .success(try await body(store))) } catch { return (i, .failure(error)) }
                 }
             }
-            var all: [(Int, Result<T, StoreError>)] = []
+            var all: [(Int, Result<StoreWrite<E>, StoreError>)] = []
             for await r in group { all.append(r) }
             return all.sorted { $0.0 < $1.0 }.map(\.1)
         }
-        var values: [T] = []
+        var values: [StoreWrite<E>] = []
         for result in results {
             switch result {
             case .failure(let error): throw .wrap(error)

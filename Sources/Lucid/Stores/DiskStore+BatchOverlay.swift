@@ -15,8 +15,10 @@ import LucidEngine
 struct DiskBatchOverlay<E: LocalEntity> {
     private let store: DiskStore<E>
     private let snapshot: Snapshot
-    /// The store's writes queued before this batch and not yet in `snapshot`.
-    private let inFlight: DiskInFlightWrites<E>
+    /// The records of the store's writes queued before this batch and not yet in `snapshot`, if there were any.
+    private let inFlight: DiskInFlightWrites<E>?
+    /// Whether `inFlight` is there (tested first: in generic code each look at an optional costs a type lookup).
+    private let hasInFlight: Bool
     /// The batch's records in the order their keys were first written (nil: a delete).
     private(set) var writes: [(key: [UInt8], entity: E?)] = []
     /// Where each key the batch wrote is in `writes`.
@@ -25,9 +27,10 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// everywhere in identifiers: `"e\u{301}"` and `"\u{e9}"` are two ids).
     private var localKeys: [ByteString: [[UInt8]]] = [:]
 
-    init(store: DiskStore<E>, snapshot: Snapshot, inFlight: DiskInFlightWrites<E>, capacity: Int) {
+    init(store: DiskStore<E>, snapshot: Snapshot, inFlight: DiskInFlightWrites<E>?, capacity: Int) {
         self.store = store
         self.snapshot = snapshot
+        self.hasInFlight = inFlight != nil
         self.inFlight = inFlight
         writes.reserveCapacity(capacity)
         position.reserveCapacity(capacity)
@@ -56,14 +59,14 @@ struct DiskBatchOverlay<E: LocalEntity> {
     /// Whether a record is under `key` now.
     func contains(_ key: [UInt8]) -> Bool {
         if let i = position[ByteKey(key)] { return writes[i].entity != nil }
-        if let queued = inFlight.record(key) { return queued.entity != nil }
+        if hasInFlight, let queued = inFlight?.record(key), queued.written { return queued.entity != nil }
         return snapshot.contains(key, in: store.keyspace)
     }
 
     /// The entity under `key` now: the batch's, else a queued write's, else the snapshot's.
     func entity(at key: [UInt8]) throws(StoreError) -> E? {
         if let i = position[ByteKey(key)] { return writes[i].entity }
-        if let queued = inFlight.record(key) { return queued.entity }
+        if hasInFlight, let queued = inFlight?.record(key), queued.written { return queued.entity }
         return try store.fetch(key, in: snapshot)
     }
 
@@ -91,12 +94,14 @@ struct DiskBatchOverlay<E: LocalEntity> {
         for key in localKeys[local] ?? [] where DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
             consider(key)
         }
-        for key in inFlight.keys(carrying: local)
-        where position[ByteKey(key)] == nil && DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
-            consider(key)
+        if hasInFlight, let inFlight {
+            for key in inFlight.keys(carrying: local)
+            where position[ByteKey(key)] == nil && DiskStore<E>.mayMatchByLocal(key, storageKey: storageKey) {
+                consider(key)
+            }
         }
         let stored = store.localRecordKey(identifier, storageKey: storageKey, in: snapshot) { key in
-            position[ByteKey(key)] != nil || inFlight.record(key) != nil
+            position[ByteKey(key)] != nil || (hasInFlight && inFlight?.record(key).written == true)
         }
         if let stored { consider(stored) }
         return best

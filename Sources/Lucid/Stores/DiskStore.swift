@@ -15,7 +15,7 @@ import Synchronization
 ///   (`~=`, comparisons of identifiers by order) is evaluated on the candidates the rest of the filter leaves,
 ///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity.
 /// - Writes are prepared one at a time (under a lock, never across a suspension), each merging with the values
-///   the writes before it leave, published or still queued (``DiskInFlightWrites``); they then wait for the
+///   the writes before it leave, published or still queued (``DiskQueuedBatches``); they then wait for the
 ///   engine's commit outside the lock, so concurrent durable writes share its syncs (group commit). A write is
 ///   visible to reads once it is durable, when `set` or `remove` returns.
 public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
@@ -25,8 +25,8 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     public let keyspace: String
     /// Held while a write prepares and queues its batch; holds the last batch generation given out.
     private let writeLock = Mutex<UInt64>(0)
-    /// The writes queued on the engine and not yet published.
-    let inFlight = Mutex(DiskInFlightWrites<E>())
+    /// The write batches queued on the engine and not yet published.
+    let queued = Mutex(DiskQueuedBatches())
     /// Entities decoded from this store's records, by key and commit sequence (see ``EntityCache``).
     let cache: EntityCache<E>
 
@@ -55,9 +55,9 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// The decoded-entity cache's entries, the bytes they count, and its hits and misses since the store was made.
     public var entityCacheStatistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { cache.statistics }
 
-    /// How many records writes have queued on the engine that it has not published yet (writes begun and not
-    /// durable). O(1).
-    public var queuedRecordCount: Int { inFlight.withLock { $0.count } }
+    /// How many records the writes begun and not yet durable hold together (queued on the engine, not yet
+    /// published; a key two of them write counts twice). O(1).
+    public var queuedRecordCount: Int { queued.withLock { $0.recordCount } }
 
     // MARK: Reads
 
@@ -175,11 +175,12 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// Called when a begun write is published (true) or failed (false), with its stored entities.
     typealias WhenDone = @Sendable (_ published: Bool, _ stored: [E]) -> Void
 
-    /// A batch overlay over the current snapshot and the writes queued before it, taken together (a write
-    /// retired after the snapshot was taken is still in the copy of the queued writes).
+    /// A batch overlay over the current snapshot and the writes queued before it, taken together (a batch
+    /// retired after the snapshot was taken is still in the copy of the list, with what the snapshot holds).
     private func openOverlay(capacity: Int) throws(StoreError) -> DiskBatchOverlay<E> {
-        let (snapshot, queued) = try inFlight.withLock { queued throws(StoreError) in (try openSnapshot(), queued) }
-        return DiskBatchOverlay(store: self, snapshot: snapshot, inFlight: queued, capacity: capacity)
+        let (snapshot, batches) = try queued.withLock { q throws(StoreError) in (try openSnapshot(), q.batches) }
+        return DiskBatchOverlay(store: self, snapshot: snapshot,
+                                inFlight: batches.isEmpty ? nil : DiskInFlightWrites(batches), capacity: capacity)
     }
 
     /// The records that write `entities`, each merged over what is stored, and the stored entities. The
@@ -208,9 +209,10 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
         return (overlay.writes, stored)
     }
 
-    /// Queues the batch of `writes` on the engine, its records first added to the queued writes (so that the
-    /// engine's retiring them, on the writer thread, always comes after). - Throws: ``StoreError/engine(_:)``
-    /// when the engine refuses the batch (its limits, closed, failed); nothing is queued then.
+    /// Queues the batch of `writes` on the engine, first appended to the queued batches (so that the engine's
+    /// retiring it, on the writer thread, always comes after; a batch the engine refuses is retired at once, under
+    /// the write lock, before any other write sees it). - Throws: ``StoreError/engine(_:)`` when the engine
+    /// refuses the batch (its limits, closed, failed); nothing is queued then.
     private func queue(_ writes: [(key: [UInt8], entity: E?)], stored: [E], generation: inout UInt64,
                        whenDone: WhenDone?) throws(StoreError) -> StoreWrite<E> {
         let batch = try Self.batch(of: writes, in: keyspace)
@@ -218,23 +220,20 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
             whenDone?(true, stored)
             return StoreWrite(stored: stored)
         }
-        // Once its records are added, a batch may only fail with the engine (closed or failed: every later write
-        // fails too). A batch the engine would refuse must not be added: retiring it would take away the records
-        // of an earlier queued write under the same keys.
-        do { try batch.validate() } catch { throw .wrap(error) }
         generation += 1
         let batchGeneration = generation
-        inFlight.withLock { $0.add(writes, generation: batchGeneration) }
+        let records = DiskQueuedRecords(writes)
+        queued.withLock { $0.append(records, count: writes.count, generation: batchGeneration) }
         do {
             let ticket = try engine.enqueue(batch) { [self] result in
-                inFlight.withLock { $0.retire(writes, generation: batchGeneration) }
+                queued.withLock { $0.retire(generation: batchGeneration) }
                 if let whenDone {
                     if case .success = result { whenDone(true, stored) } else { whenDone(false, stored) }
                 }
             }
             return StoreWrite(stored: stored, ticket: ticket)
         } catch {
-            inFlight.withLock { $0.retire(writes, generation: batchGeneration) }
+            queued.withLock { $0.retire(generation: batchGeneration) }
             throw .wrap(error)
         }
     }

@@ -70,11 +70,8 @@ public struct WriteBatch: Sendable {
         approximateBytes += 16 + keyspace.utf8.count + key.count
     }
 
-    /// Checks every limit (sizes of the batch, keyspace names, keys, values, index names and terms), as a commit
-    /// does first; throws ``LucidError/Code/invalidArgument`` naming the first operation that breaks one. A caller
-    /// that must know a batch will be accepted before queuing it (the data layer, which records a queued batch's
-    /// writes first) calls it. O(operations + terms).
-    public func validate() throws {
+    /// Checks every limit; throws ``LucidError/Code/invalidArgument`` naming the first operation that breaks one.
+    func validate() throws {
         guard approximateBytes <= Format.maxBatchBytes else {
             throw LucidError.invalidArgument("batch of about \(approximateBytes) bytes exceeds \(Format.maxBatchBytes)")
         }
