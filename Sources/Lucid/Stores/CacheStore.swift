@@ -2,12 +2,15 @@ import Synchronization
 
 /// A memory store in front of a disk store, read as one disk-level store (the original's `CacheStore`).
 ///
-/// - `get`: memory, then disk on a miss; a disk hit is cached in memory unless a write started meanwhile.
+/// - `get`: memory, then disk on a miss; a disk hit is cached in memory only if no write was running when the
+///   read began and none started meanwhile (a write running then may publish a newer value before the hit is
+///   cached).
 /// - `search`: from memory only for identifier-only queries without a window when memory holds every id
 ///   asked; otherwise from disk, caching what an identifier query found.
 /// - `set`: disk first, then memory with the disk's merged entities; entities equal to their cached copy
 ///   (``LocalEntity/shouldOverwrite(with:)`` false) are not rewritten, unless another write of this store is
-///   still on its way to the disk. `remove`/`removeAll`: disk, then memory.
+///   still on its way to the disk or an earlier entity of the batch has the same identifier.
+///   `remove`/`removeAll`: disk, then memory.
 /// - Writes begin one at a time (a lock held while they compare with memory and queue their disk write) and
 ///   update memory when the disk publishes them, in the order they began, so memory never shows a value the
 ///   disk does not hold; concurrent durable writes share the engine's syncs.
@@ -18,7 +21,8 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
     public let disk: DiskStore<E>
     /// Held while a write compares with memory and begins its disk write (never across a suspension).
     private let writeLock = Mutex(())
-    /// Incremented when a write starts; a disk read caches its result only if no write started since.
+    /// Incremented when a write starts, with the writes running; a disk read caches its result only if none ran when
+    /// it began and none started since.
     private let generation = Mutex<(started: UInt64, running: Int)>((0, 0))
 
     public var level: StoreLevel { .disk }
@@ -36,7 +40,7 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
     /// Synchronous ``get(byID:)``.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
         if let hit = memory.getNow(identifier) { return hit }
-        let before = generation.withLock { $0.started }
+        let before = generation.withLock { $0.running == 0 ? $0.started : nil }
         guard let found = try disk.getNow(identifier) else { return nil }
         cache([found], ifUnchangedSince: before)
         return found
@@ -53,7 +57,7 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
         if let ids = query.identifiers, !query.isPaginated, !query.order.contains(.natural) {
             let result = try memory.searchNow(query)
             if result.count >= DualHashSet(ids).count { return result }
-            let before = generation.withLock { $0.started }
+            let before = generation.withLock { $0.running == 0 ? $0.started : nil }
             let fromDisk = try disk.searchNow(query)
             cache(fromDisk.entities, ifUnchangedSince: before)
             return fromDisk
@@ -61,7 +65,8 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
         return try disk.searchNow(query)
     }
 
-    private func cache(_ entities: [E], ifUnchangedSince before: UInt64) {
+    private func cache(_ entities: [E], ifUnchangedSince before: UInt64?) {
+        guard let before else { return }
         generation.withLock { g in
             if g.started == before && g.running == 0 { memory.setNow(entities) }
         }
@@ -83,29 +88,47 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
             // Memory is current only when no earlier write is still on its way to the disk: otherwise every
             // entity is written (skipping one equal to a cached copy that a queued write replaces would lose it).
             let alone = begin()
+            // A later entity of an identifier already written in this batch is written too (it merges over that one).
+            var written = DualHashSet<E.Identifier>()
             let changed = !alone ? entities : entities.filter { entity in
-                guard let cached = memory.getNow(entity.identifier) else { return true }
+                if written.contains(entity.identifier) { return true }
+                guard let cached = memory.getNow(entity.identifier) else {
+                    _ = written.insert(entity.identifier)
+                    return true
+                }
                 // Identifier equality ignores a newly known half, so compare the halves too.
-                return cached.shouldOverwrite(with: entity) || cached.identifier.storageKey != entity.identifier.storageKey
+                let changes = cached.shouldOverwrite(with: entity)
+                    || cached.identifier.storageKey != entity.identifier.storageKey
                     || cached.identifier.localValue != entity.identifier.localValue
+                if changes { _ = written.insert(entity.identifier) }
+                return changes
             }
             guard !changed.isEmpty else {
                 defer { end() }
                 return StoreWrite(stored: entities.map { memory.getNow($0.identifier) ?? $0 })
             }
+            let partial = changed.count != entities.count
+            // The answer of a partial write, taken from memory right after it applies the write (later writes'
+            // callbacks come after, in begin order).
+            let answer = Answer()
             let write: StoreWrite<E>
             do throws(StoreError) {
                 write = try disk.beginSetNow(changed) { [memory, self] published, stored in
-                    if published { memory.setNow(stored) }
+                    if published {
+                        memory.setNow(stored)
+                        if partial {
+                            let current = entities.map { memory.getNow($0.identifier) ?? $0 }
+                            answer.value.withLock { $0 = current }
+                        }
+                    }
                     end()
                 }
             } catch {
                 end()
                 throw error
             }
-            if changed.count == entities.count { return write }
-            // What the entities not rewritten are in memory once the write is durable.
-            return write.then { [memory] in entities.map { memory.getNow($0.identifier) ?? $0 } }
+            if !partial { return write }
+            return write.then { answer.value.withLock { $0 } ?? entities }
         }
     }
 
@@ -140,6 +163,9 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
         try await remove(ids)
         return ids
     }
+
+    /// The answer of a partly unchanged write, set by its disk callback (see ``beginSetNow(_:)``).
+    private final class Answer: Sendable { let value = Mutex<[E]?>(nil) }
 
     /// Counts a write as started and running; returns whether it is the only one running.
     @discardableResult

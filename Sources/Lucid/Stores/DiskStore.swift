@@ -239,7 +239,8 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     }
 
     /// The engine batch of an overlay's writes: each entity encoded with its index terms, each nil a delete.
-    private static func batch(of writes: [(key: [UInt8], entity: E?)], in keyspace: String) throws(StoreError) -> WriteBatch {
+    private static func batch(of writes: [(key: [UInt8], entity: E?)],
+                              in keyspace: String) throws(StoreError) -> WriteBatch {
         var batch = WriteBatch()
         let indexNames = E.IndexName.allCases
         for (key, write) in writes {
