@@ -62,6 +62,35 @@ struct SubmitTests {
         }
     }
 
+    @Test("enqueue: completions run in queue order, after publish and before their tickets; a refused batch runs none")
+    func enqueueCompletions() async throws {
+        try await EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+            defer { try? engine.close() }
+            let seen = Mutex<[(sequence: UInt64, published: Bool)]>([])
+            var tickets: [CommitTicket] = []
+            for n in 0 ..< 50 {
+                let key = Array("key-\(n)-0".utf8)
+                tickets.append(try engine.enqueue(Self.batch(n, records: 1)) { result in
+                    // The batch is visible to readers when its completion runs.
+                    let published = (try? engine.get(key, in: "ks")) != nil
+                    if case .success(let sequence) = result { seen.withLock { $0.append((sequence, published)) } }
+                })
+            }
+            var oversized = WriteBatch()
+            oversized.put([1], forKey: [UInt8](repeating: 7, count: 5000), in: "ks")
+            #expect(throws: LucidError.self) {
+                _ = try engine.enqueue(oversized) { _ in seen.withLock { $0.append((0, false)) } }
+            }
+            var sequences: [UInt64] = []
+            for ticket in tickets { sequences.append(try await ticket.sequence) }
+            let recorded = seen.withLock { $0 }
+            #expect(recorded.map(\.sequence) == sequences, "completions ran once each, in queue order")
+            #expect(sequences == Array(sequences[0] ... sequences[0] + 49))
+            #expect(recorded.allSatisfy { $0.published })
+        }
+    }
+
     /// The README's bulk load ("Using the engine").
     private static func load(_ batches: some Sequence<WriteBatch>, into engine: Engine) throws {
         var last: CommitTicket?
