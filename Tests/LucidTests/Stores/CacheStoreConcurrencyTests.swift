@@ -12,7 +12,8 @@ struct CacheStoreConcurrencyTests {
         let path: String
         let engine: Engine
         init(syncMode: EngineOptions.SyncMode = .always) throws {
-            path = FileManager.default.temporaryDirectory.path + "/lucid-review-\(getpid())-\(UUID().uuidString.prefix(8))"
+            let name = "lucid-cache-race-\(getpid())-\(UUID().uuidString.prefix(8))"
+            path = FileManager.default.temporaryDirectory.path + "/" + name
             var options = EngineOptions()
             options.syncMode = syncMode
             engine = try Engine.open(at: path, options: options)
@@ -60,7 +61,8 @@ struct CacheStoreConcurrencyTests {
 
     // MARK: 3. get's disk hit cached after a write that was running when the get began has updated memory.
 
-    @Test("a disk hit read before a running write publishes is never cached over it", arguments: [EngineOptions.SyncMode.none, .always])
+    @Test("a disk hit read before a running write publishes is never cached over it",
+          arguments: [EngineOptions.SyncMode.none, .always])
     func staleCacheRace(mode: EngineOptions.SyncMode) async throws {
         let dir = try Dir(syncMode: mode)
         let cache = CacheStore(memory: InMemoryStore<Book>(), disk: DiskStore<Book>(engine: dir.engine))
@@ -94,7 +96,8 @@ struct CacheStoreConcurrencyTests {
         }
         flags.stop.store(true, ordering: .releasing)
         while !reader.isFinished { try await Task.sleep(for: .milliseconds(1)) }
-        #expect(stale == 0, "memory held an older value than the disk after \(stale) writes (\(flags.reads.load(ordering: .relaxed)) reads)")
+        let reads = flags.reads.load(ordering: .relaxed)
+        #expect(stale == 0, "memory held an older value than the disk after \(stale) writes (\(reads) reads)")
     }
 
     final class Flags: Sendable {
@@ -136,7 +139,8 @@ struct CacheStoreConcurrencyTests {
                             for _ in 0..<(1 + Int(rng.next() % 3)) {
                                 let id = Int(rng.next() % UInt64(ids))
                                 if seen.insert(id).inserted {
-                                    batch.append(Book.remote(id, titles[Int(rng.next() % 3)], pages: Int(rng.next() % 2)))
+                                    let title = titles[Int(rng.next() % 3)]
+                                    batch.append(Book.remote(id, title, pages: Int(rng.next() % 2)))
                                 }
                             }
                             let w = try order.withLock { o throws(StoreError) -> StoreWrite<Book> in
@@ -152,7 +156,8 @@ struct CacheStoreConcurrencyTests {
                         } else if r < 8 {
                             _ = try cache.getNow(.remote(Int(rng.next() % UInt64(ids))))
                         } else {
-                            let q = Query<Book>.identifiers([.remote(Int(rng.next() % UInt64(ids))), .remote(Int(rng.next() % UInt64(ids)))])
+                            let pair = (Int(rng.next() % UInt64(ids)), Int(rng.next() % UInt64(ids)))
+                            let q = Query<Book>.identifiers([.remote(pair.0), .remote(pair.1)])
                             _ = try cache.searchNow(q)
                         }
                         if pending.count > 3 || rng.next() % 4 == 0 {

@@ -15,6 +15,9 @@ struct QueuedWriteWavesTests {
 
     static func item(_ id: Item.Identifier, _ name: String) -> Item { BatchSequenceTests.item(id, name) }
 
+    /// Items as "identifier name", for failure messages.
+    static func describe(_ items: [Item]) -> [String] { items.map { "\($0.identifier) \($0.name)" } }
+
     /// A batch whose enqueue fails validation (a key over 1024 bytes) after it rewrote a key an earlier, still
     /// queued batch wrote: the earlier batch's record must stay visible to the writes begun after it.
     @Test("a batch refused by the engine does not hide the queued write it rewrote")
@@ -53,14 +56,16 @@ struct QueuedWriteWavesTests {
                                [Self.item(.remote(2, local: "l1"), "two")],
                                [Self.item(.local("l1"), "by local")]]
         _ = try await queued.set(steps[0])
-        let held = try await QueuedWritesTests.holdSync(gated) { () throws(StoreError) in try queued.beginSetNow(steps[1]) }
+        let held = try await QueuedWritesTests.holdSync(gated) { () throws(StoreError) in
+            try queued.beginSetNow(steps[1])
+        }
         let last = try queued.beginSetNow(steps[2])
         gated.fileSystem.syncGate.open()
         _ = try await held.value
         _ = try await last.finish()
         for step in steps { _ = try await reference.set(step) }
-        let got = try queued.searchNow(.all).entities.map { "\($0.identifier) \($0.name)" }
-        let expected = try reference.searchNow(.all).entities.map { "\($0.identifier) \($0.name)" }
+        let got = Self.describe(try queued.searchNow(.all).entities)
+        let expected = Self.describe(try reference.searchNow(.all).entities)
         #expect(got == expected, "\(got) != \(expected)")
     }
 
@@ -135,8 +140,8 @@ struct QueuedWriteWavesTests {
             let got = try queued.searchNow(.all).entities
             let expected = try batches.searchNow(.all).entities
             let oneAtATime = try reference.searchNow(.all).entities
-            #expect(got == expected, "seed \(seed) round \(round): \(got.map { "\($0.identifier) \($0.name)" }) != \(expected.map { "\($0.identifier) \($0.name)" })")
-            #expect(got == oneAtATime, "seed \(seed) round \(round) (one at a time): \(got.map { "\($0.identifier) \($0.name)" }) != \(oneAtATime.map { "\($0.identifier) \($0.name)" })")
+            #expect(got == expected, "seed \(seed) round \(round): \(Self.describe(got)) != \(Self.describe(expected))")
+            #expect(got == oneAtATime, "seed \(seed) round \(round) (one at a time): \(Self.describe(got))")
             if got != expected { break }
         }
         #expect(try gated.engine.verify().ok)
@@ -177,7 +182,7 @@ struct QueuedWriteWavesTests {
             }
         }
         let got = try queued.searchNow(.all).entities, expected = try batches.searchNow(.all).entities
-        #expect(got == expected, "\(got.map { "\($0.identifier) \($0.name)" }) != \(expected.map { "\($0.identifier) \($0.name)" })")
+        #expect(got == expected, "\(Self.describe(got)) != \(Self.describe(expected))")
         #expect(queued.queuedRecordCount == 0)
         #expect(try gated.engine.verify().ok)
     }

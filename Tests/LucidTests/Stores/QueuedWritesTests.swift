@@ -38,7 +38,8 @@ struct QueuedWritesTests {
         async throws -> Task<[E], any Error> {
         gated.fileSystem.syncGate.close()
         let write = try begin()
-        #expect(await gated.fileSystem.syncGate.awaitWaiting(1, timeout: patience), "the first write never reached its sync")
+        #expect(await gated.fileSystem.syncGate.awaitWaiting(1, timeout: patience),
+                "the first write never reached its sync")
         return Task { try await write.finish() }
     }
 
@@ -92,7 +93,9 @@ struct QueuedWritesTests {
         var n = 0, history: [[Item]] = []
         func nextStep(settingOnly: Bool) -> Step {
             n += 1
-            if !settingOnly && !history.isEmpty && rng.next() % 4 == 0 { return .set(history[Int(rng.next() % UInt64(history.count))]) }
+            if !settingOnly && !history.isEmpty && rng.next() % 4 == 0 {
+                return .set(history[Int(rng.next() % UInt64(history.count))])
+            }
             let step = Self.randomStep(&rng, n, settingOnly: settingOnly)
             if case .set(let items) = step { history.append(items) }
             return step
@@ -124,10 +127,12 @@ struct QueuedWritesTests {
                 }
             }
             let (got, expected) = (try queued.searchNow(.all).entities, try reference.searchNow(.all).entities)
-            #expect(got == expected, "seed \(seed) round \(round): \(got.map(\.identifier)) != \(expected.map(\.identifier))")
+            #expect(got == expected,
+                    "seed \(seed) round \(round): \(got.map(\.identifier)) != \(expected.map(\.identifier))")
             if let cache {
                 for entity in try cache.memory.searchNow(.all).entities {
-                    #expect(try queued.getNow(entity.identifier) == entity, "seed \(seed) round \(round): memory holds \(entity)")
+                    #expect(try queued.getNow(entity.identifier) == entity,
+                            "seed \(seed) round \(round): memory holds \(entity)")
                 }
                 for entity in expected { #expect(try cache.getNow(entity.identifier) == entity) }
             }
