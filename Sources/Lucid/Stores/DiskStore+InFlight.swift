@@ -16,7 +16,7 @@ import LucidEngine
 /// Not generic, so that queuing and retiring cost no type lookups in the unspecialized code a generic store runs
 /// (each batch's records sit in a ``DiskQueuedRecords`` box, opened only to build a view).
 struct DiskQueuedBatches: Sendable {
-    /// One queued batch: its generation (the store's count of queued batches when it was queued) and records.
+    /// One queued batch: its generation (the store's running count of batches queued, this one included) and records.
     struct Batch: Sendable {
         let generation: UInt64
         /// How many records the batch holds.
