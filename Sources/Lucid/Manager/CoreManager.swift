@@ -196,14 +196,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
             writeLock.unlock()
             return ([], true)
         }
-        let writes: [StoreWrite<E>]
-        do {
-            writes = try await forEachStore { store throws(StoreError) in try await store.beginSet(current) }
-        } catch {
-            writeLock.unlock()
-            throw error
-        }
-        writeLock.unlock()
+        let writes = try await beginUnlocking { store throws(StoreError) in try await store.beginSet(current) }
         let stored = try await finish(writes)
         await refreshObservers(changed: stored, removed: [])
         return (stored, current.count < entities.count)
@@ -220,14 +213,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
             writeLock.unlock()
             return
         }
-        let writes: [StoreWrite<E>]
-        do {
-            writes = try await forEachStore { store throws(StoreError) in try await store.beginRemove(current) }
-        } catch {
-            writeLock.unlock()
-            throw error
-        }
-        writeLock.unlock()
+        let writes = try await beginUnlocking { store throws(StoreError) in try await store.beginRemove(current) }
         _ = try await finish(writes)
         await refreshObservers(changed: [], removed: current)
     }
@@ -299,10 +285,11 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         }
     }
 
-    /// Begins a write on every store concurrently (`body`); returns the writes in level order, throws the first
-    /// error (in level order).
-    private func forEachStore(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> StoreWrite<E>)
+    /// Begins a write on every store concurrently (`body`), then releases the write lock, which the caller holds
+    /// (also when a store fails); returns the writes in level order, throws the first error (in level order).
+    private func beginUnlocking(_ body: @escaping @Sendable (any Store<E>) async throws(StoreError) -> StoreWrite<E>)
         async throws(ManagerError) -> [StoreWrite<E>] {
+        defer { writeLock.unlock() }
         if stores.count == 1 {
             do { return [try await body(stores[0])] } catch { throw .wrap(error) }
         }
