@@ -218,7 +218,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     private func locateKeys(_ ids: [E.Identifier]) -> [[UInt8]] {
-        ids.flatMap { store.locateKeys($0, in: snapshot) }
+        store.locateKeys(ids, in: snapshot)
     }
 
     /// The index condition of `index op value`, bounded to `value`'s type (values of other types never match).

@@ -107,9 +107,9 @@ struct DiskBatchOverlay<E: LocalEntity> {
         return best
     }
 
-    /// Every record equal to `identifier` now (the rule of ``DiskStore/locateKeys(_:in:)``): the one under its
-    /// storage key, and for an id with both halves also a record still filed under its local value alone; else
-    /// the one it matches by its local value.
+    /// Every record equal to `identifier` now under the identifier rule (see
+    /// ``DualHashDictionary/values(matching:)``): the one under its storage key, and for an id with both halves
+    /// also a record still filed under its local value alone; else the one it matches by its local value.
     func locateKeys(_ identifier: E.Identifier) -> [[UInt8]] {
         let key = identifier.storageKey
         var keys: [[UInt8]] = []

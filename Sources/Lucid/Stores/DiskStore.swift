@@ -129,20 +129,13 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
         key != storageKey && !(storageKey.first == 0x72 && key.first == 0x72)
     }
 
-    /// Every record equal to `identifier` under the identifier rule (see ``DualHashDictionary/values(matching:)``):
-    /// the one under its storage key, and for an id with both halves also a record still filed under its local
-    /// value alone.
-    func locateKeys(_ identifier: E.Identifier, in snapshot: Snapshot) -> [[UInt8]] {
-        let key = identifier.storageKey
-        guard key.first == 0x72, let local = identifier.localValue else {
-            return locateKey(identifier, in: snapshot).map { [$0] } ?? []
-        }
-        var keys: [[UInt8]] = []
-        if snapshot.contains(key, in: keyspace) { keys.append(key) }
-        let localKey = [0x6C] + Array(local.utf8)
-        if snapshot.contains(localKey, in: keyspace) { keys.append(localKey) }
-        if keys.isEmpty, let found = locateKey(identifier, in: snapshot) { keys.append(found) }
-        return keys
+    /// Every record equal to each of `identifiers` under the identifier rule (see
+    /// ``DualHashDictionary/values(matching:)``): the one under its storage key, and for an id with both halves
+    /// also a record still filed under its local value alone (``DiskBatchOverlay/locateKeys(_:)`` over `snapshot`
+    /// alone).
+    func locateKeys(_ identifiers: [E.Identifier], in snapshot: Snapshot) -> [[UInt8]] {
+        let overlay = DiskBatchOverlay(store: self, snapshot: snapshot, inFlight: nil, capacity: 0)
+        return identifiers.flatMap { overlay.locateKeys($0) }
     }
 
     // MARK: Writes
