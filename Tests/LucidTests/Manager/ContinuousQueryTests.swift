@@ -11,13 +11,14 @@ actor Collector {
 
 @Suite("Continuous queries")
 struct ContinuousQueryTests {
-    /// Waits (up to 5 s) until `condition` holds.
-    static func eventually(_ condition: @Sendable () async -> Bool) async -> Bool {
-        for _ in 0..<500 {
+    /// Waits (up to `timeout`) until `condition` holds; returns whether it did.
+    static func eventually(timeout: Duration = .seconds(5), _ condition: @Sendable () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
             if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return false
+        return await condition()
     }
 
     static func observe(_ manager: CoreManager<Book>, _ query: Query<Book>) async throws -> (Collector, Task<Void, Never>) {

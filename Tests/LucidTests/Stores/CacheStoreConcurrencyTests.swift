@@ -108,7 +108,7 @@ struct CacheStoreConcurrencyTests {
 
     // MARK: 4. Concurrent writers and readers; final state equals the writes applied in begin order.
 
-    enum Step: Sendable { case set([Book]), remove([Book.Identifier]) }
+    typealias Step = WriteStep<Book>
     /// The writes in the order they began (appended under the lock held while beginning them).
     final class OrderLog: Sendable {
         let steps = Mutex<[Step]>([])
@@ -144,13 +144,17 @@ struct CacheStoreConcurrencyTests {
                                 }
                             }
                             let w = try order.withLock { o throws(StoreError) -> StoreWrite<Book> in
-                                let w = try cache.beginSetNow(batch); o.append(.set(batch)); return w
+                                let step = Step.set(batch), write = try step.begin(on: cache)
+                                o.append(step)
+                                return write
                             }
                             pending.append(w)
                         } else if r == 4 {
                             let rm: [Book.Identifier] = [.remote(Int(rng.next() % UInt64(ids)))]
                             let w = try order.withLock { o throws(StoreError) -> StoreWrite<Book> in
-                                let w = try cache.beginRemoveNow(rm); o.append(.remove(rm)); return w
+                                let step = Step.remove(rm), write = try step.begin(on: cache)
+                                o.append(step)
+                                return write
                             }
                             pending.append(w)
                         } else if r < 8 {
@@ -170,12 +174,7 @@ struct CacheStoreConcurrencyTests {
             }
             try await group.waitForAll()
         }
-        for step in order.steps.withLock({ $0 }) {
-            switch step {
-            case .set(let b): _ = try await reference.set(b)
-            case .remove(let r): try await reference.remove(r)
-            }
-        }
+        for step in order.steps.withLock({ $0 }) { try await step.apply(to: reference) }
         let got = try disk.searchNow(.all).entities, expected = try reference.searchNow(.all).entities
         #expect(got == expected, "seed \(seed): disk differs from the writes in begin order")
         for m in try cache.memory.searchNow(.all).entities {

@@ -98,10 +98,7 @@ struct QueuedWriteWavesTests {
             var steps: [Step] = [], writes: [StoreWrite<Item>] = []
             func begin(_ step: Step) throws {
                 steps.append(step)
-                switch step {
-                case .set(let items): writes.append(try queued.beginSetNow(items))
-                case .remove(let ids): writes.append(try queued.beginRemoveNow(ids))
-                }
+                writes.append(try step.begin(on: queued))
             }
             gate.close()
             n += 1
@@ -128,14 +125,8 @@ struct QueuedWriteWavesTests {
             for write in writes { _ = try await write.finish() }
             #expect(queued.queuedRecordCount == 0)
             for step in steps {
-                switch step {
-                case .set(let items):
-                    _ = try await batches.set(items)
-                    for item in items { _ = try await reference.set([item]) }
-                case .remove(let ids):
-                    try await batches.remove(ids)
-                    for id in ids { try await reference.remove([id]) }
-                }
+                try await step.apply(to: batches)
+                try await step.apply(to: reference, oneAtATime: true)
             }
             let got = try queued.searchNow(.all).entities
             let expected = try batches.searchNow(.all).entities
@@ -164,10 +155,7 @@ struct QueuedWriteWavesTests {
                         let step = Self.randomStep(&rng, w * 1000 + k, paired: seed % 2 == 1, settingOnly: false)
                         let write = try order.steps.withLock { steps throws -> StoreWrite<Item> in
                             steps.append(step)
-                            switch step {
-                            case .set(let items): return try queued.beginSetNow(items)
-                            case .remove(let ids): return try queued.beginRemoveNow(ids)
-                            }
+                            return try step.begin(on: queued)
                         }
                         _ = try await write.finish()
                     }
@@ -175,12 +163,7 @@ struct QueuedWriteWavesTests {
             }
             try await group.waitForAll()
         }
-        for step in order.steps.withLock({ $0 }) {
-            switch step {
-            case .set(let items): _ = try await batches.set(items)
-            case .remove(let ids): try await batches.remove(ids)
-            }
-        }
+        for step in order.steps.withLock({ $0 }) { try await step.apply(to: batches) }
         let got = try queued.searchNow(.all).entities, expected = try batches.searchNow(.all).entities
         #expect(got == expected, "\(Self.describe(got)) != \(Self.describe(expected))")
         #expect(queued.queuedRecordCount == 0)

@@ -48,19 +48,11 @@ struct QueuedWritesTests {
 
     /// Waits until `condition` holds (up to ``patience``); returns whether it did.
     static func eventually(_ condition: @Sendable () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + patience
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return false
+        await ContinuousQueryTests.eventually(timeout: patience, condition)
     }
 
     /// One random write of the batch tests: a set of up to three items, or the removal of two ids.
-    enum Step: Sendable {
-        case set([Item])
-        case remove([Item.Identifier])
-    }
+    typealias Step = WriteStep<Item>
 
     /// A random step; a set when `settingOnly` (a set of new entities always queues a batch; a removal of absent
     /// ids does not).
@@ -83,12 +75,8 @@ struct QueuedWritesTests {
         // equal to its cached copy must not be lost behind a queued write.
         let cache = cached ? CacheStore(memory: InMemoryStore<Item>(limit: 4), disk: queued) : nil
         func begin(_ step: Step) throws(StoreError) -> StoreWrite<Item> {
-            switch (step, cache) {
-            case (.set(let items), let cache?): try cache.beginSetNow(items)
-            case (.remove(let ids), let cache?): try cache.beginRemoveNow(ids)
-            case (.set(let items), nil): try queued.beginSetNow(items)
-            case (.remove(let ids), nil): try queued.beginRemoveNow(ids)
-            }
+            if let cache { return try step.begin(on: cache) }
+            return try step.begin(on: queued)
         }
         var n = 0, history: [[Item]] = []
         func nextStep(settingOnly: Bool) -> Step {
@@ -120,12 +108,7 @@ struct QueuedWritesTests {
             #expect(gated.syncs - syncsBefore == 2, "seed \(seed) round \(round): the queued writes took one sync")
             #expect(queued.queuedRecordCount == 0)
 
-            for step in steps {
-                switch step {
-                case .set(let items): for item in items { _ = try await reference.set([item]) }
-                case .remove(let ids): for id in ids { try await reference.remove([id]) }
-                }
-            }
+            for step in steps { try await step.apply(to: reference, oneAtATime: true) }
             let (got, expected) = (try queued.searchNow(.all).entities, try reference.searchNow(.all).entities)
             #expect(got == expected,
                     "seed \(seed) round \(round): \(got.map(\.identifier)) != \(expected.map(\.identifier))")
