@@ -16,4 +16,15 @@ int lucid_crc32c_hardware(void);
 /// Asks the CPU to start loading the cache line holding `address` (a hint: never faults, whatever the address).
 static inline void lucid_prefetch(const void *address) { __builtin_prefetch(address); }
 
+/// Whether bit `bit` of the bit array `words` is set (an atomic load with acquire ordering).
+static inline int lucid_bits_test(const uint64_t *words, size_t bit) {
+    return (int)((__atomic_load_n(&words[bit >> 6], __ATOMIC_ACQUIRE) >> (bit & 63)) & 1);
+}
+
+/// Sets bit `bit` of the bit array `words` (an atomic OR with release ordering: concurrent setters of other bits
+/// of the same word lose nothing).
+static inline void lucid_bits_set(uint64_t *words, size_t bit) {
+    __atomic_fetch_or(&words[bit >> 6], (uint64_t)1 << (bit & 63), __ATOMIC_RELEASE);
+}
+
 #endif

@@ -12,6 +12,8 @@ struct CompactionOutput {
     let pageSize: Int
     /// LZ4 level of the output pages (``EngineOptions/compactionCompressionLevel``).
     let compressionLevel: Int
+    /// Whether output pages are compressed at all (``EngineOptions/pageCompression``).
+    let compressing: Bool
     let segmentSize: UInt64
     /// The first LSN of the log the inputs hold (recorded in each output's header).
     let firstLSN: UInt64
@@ -27,12 +29,13 @@ struct CompactionOutput {
     private(set) var rawPayloadBytes: UInt64 = 0
     private(set) var storedPayloadBytes: UInt64 = 0
 
-    init(directory: String, fileSystem: any FileSystem, pageSize: Int, compressionLevel: Int,
+    init(directory: String, fileSystem: any FileSystem, pageSize: Int, compressionLevel: Int, compressing: Bool = true,
          segmentSize: UInt64, firstLSN: UInt64, allocateId: @escaping () -> UInt64) {
         self.directory = directory
         self.fileSystem = fileSystem
         self.pageSize = pageSize
         self.compressionLevel = compressionLevel
+        self.compressing = compressing
         self.segmentSize = segmentSize
         self.firstLSN = firstLSN
         self.allocateId = allocateId
@@ -94,7 +97,7 @@ struct CompactionOutput {
                                                    fileSystem: fileSystem)
         file = created
         builder = PageBuilder(pageSize: pageSize, salt: created.header.pageSalt, firstLSN: 1, syncedLSN: 0,
-                              mode: .compacted, compressionLevel: compressionLevel)
+                              mode: .compacted, compressionLevel: compressionLevel, compressing: compressing)
         written = UInt64(Format.segmentHeaderLength)
     }
 

@@ -32,6 +32,7 @@ extension EngineCore {
         }
         var output = CompactionOutput(directory: path, fileSystem: fileSystem, pageSize: self.options.pageSize,
                                       compressionLevel: self.options.compactionCompressionLevel,
+                                      compressing: self.options.pageCompression == .lz4,
                                       segmentSize: self.options.segmentSize, firstLSN: inputs[0].firstLSN,
                                       allocateId: { [self] in allocateSegmentId() })
         let committed = AtomicFlag()
@@ -206,7 +207,9 @@ extension EngineCore {
             }
         }
         for (entry, file) in zip(outputs, files) {
-            if options.memoryMappedReads { file.mapSealed(length: entry.sealedLength) }
+            if options.memoryMappedReads {
+                file.mapSealed(length: entry.sealedLength, checkingPages: options.readsPagesInPlace)
+            }
             next.segments[entry.id] = file
             next.sealedLengths[entry.id] = entry.sealedLength
         }

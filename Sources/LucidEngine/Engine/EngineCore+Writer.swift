@@ -118,7 +118,8 @@ extension EngineCore {
         let segment = writer.active
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
                                   firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN,
-                                  expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes })
+                                  expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes },
+                                  compressing: options.pageCompression == .lz4)
         var sequence = writer.lastSequence
         for pending in batches {
             sequence += 1
@@ -262,8 +263,9 @@ extension EngineCore {
         writer.durableEnd = writer.activeEnd
         writer.preallocatedEnd = writer.activeEnd
         if options.memoryMappedReads {
-            old.mapSealed(length: sealedLength)
-            file.mapActive(end: UInt64(Format.segmentHeaderLength), segmentSize: options.segmentSize)
+            old.mapSealed(length: sealedLength, checkingPages: options.readsPagesInPlace)
+            file.mapActive(end: UInt64(Format.segmentHeaderLength), segmentSize: options.segmentSize,
+                           checkingPages: options.readsPagesInPlace)
         }
         state.write { s in
             s.sealedLengths[old.id] = sealedLength

@@ -204,13 +204,16 @@ enum PageFetch {
         return page
     }
 
-    /// The value of the record at `location`, copied out: from the cached page, or, on a miss, from the page read
-    /// whole and cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page decoded only as
-    /// far as the value ends and not cached. Every path verifies the page's checksum.
+    /// The value of the record at `location`, copied out: in place from the mapping when this process has checked
+    /// its page and found it uncompressed (``checkedValue(at:in:)``); else from the cached page, or, on a miss, from
+    /// the page read whole and cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page
+    /// decoded only as far as the value ends and not cached. Every path reads a page only once its checksum is
+    /// verified, in this read or an earlier one.
     /// - Throws: ``LucidError/Code/corruption`` naming the file and page when a check fails or the value lies
     ///   outside the page; ``LucidError/Code/io`` when a read fails.
     static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
                       storePath: String) throws -> [UInt8] {
+        if let file, let value = try checkedValue(at: location, in: file) { return value }
         let key = PageCache.Key(location)
         // A small value is copied under the shard's lock, taking no reference to the page; a large one outside it
         // (its allocation may map memory), from the page taken out of the cache.
@@ -233,6 +236,16 @@ enum PageFetch {
             return try file.readValue(at: offset, range: start..<(start + Int(location.valueLength)), fileEnd: bound,
                                       expectedStoredLength: readAhead)
         }
+    }
+
+    /// The value of the record at `location` copied in place from its mapped page, when this process has checked
+    /// that page and found it stored uncompressed (``SegmentFile/checkedValue(pageAt:range:)``); nil otherwise.
+    /// O(value length), no lock; nil at once for a store that does not read pages in place.
+    @inline(__always)
+    static func checkedValue(at location: RecordLocation, in file: SegmentFile) throws -> [UInt8]? {
+        let start = Int(location.valueOffset)
+        return try file.checkedValue(pageAt: UInt64(location.pageOffset),
+                                     range: start..<(start + Int(location.valueLength)))
     }
 
     /// The verified page holding the record at `location`, read from its file (not the cache).

@@ -15,6 +15,24 @@ public struct EngineOptions: Sendable {
         case none
     }
 
+    /// How pages are stored: the trade between a store's size and the cost of a read.
+    public enum PageCompression: Sendable, Hashable {
+        /// LZ4 block compression, kept for a page when it saves at least 1/8 (the default). Commits use LZ4's
+        /// fast compressor, compaction ``EngineOptions/compactionCompressionLevel``. A read that misses the page
+        /// cache checks the whole stored page and decompresses it up to the value it wants.
+        case lz4
+        /// Pages are stored as they are. The store is larger (1.8× at 1M records of ~216 bytes of JSON-like
+        /// text; README, "Benchmarks"), and with ``EngineOptions/memoryMappedReads`` reads get cheaper: the first
+        /// read of a page in a process checks its checksum, and later reads of that page copy values straight
+        /// from the mapping, touching the page's header and the value only (a bit per 32 bytes of mapped
+        /// segment records which pages were checked: 1/256 of the segments' size in memory, touched as pages
+        /// are read). A checked page is trusted from then on, as a page in the page cache is: the engine never
+        /// changes a byte below a segment's published end. ``Engine/verify()`` checks every page regardless.
+        /// Files written either way are read by every engine of this format version; the option may change
+        /// between opens and affects only pages written from then on (compaction rewrites the pages it moves).
+        case none
+    }
+
     /// What open does with damage it finds.
     public enum RecoveryMode: Sendable, Hashable {
         /// Cut a torn or never-synced tail back to the last complete commit group (and report what was
@@ -51,8 +69,14 @@ public struct EngineOptions: Sendable {
     /// Only bytes below a segment's published end are read through the mapping. The cost is the mapping's usual
     /// one: if the disk fails to deliver a mapped page (an I/O error), or another process ignores the store's lock
     /// and cuts a segment, the process gets SIGBUS instead of an ``LucidError/Code/io`` error. Checksums are
-    /// checked either way, and mapped pages count in the process's resident memory while the kernel keeps them.
+    /// checked either way (with ``PageCompression/none``, the first time the process reads each page: see there),
+    /// and mapped pages count in the process's resident memory while the kernel keeps them.
     public var memoryMappedReads: Bool = false
+    /// How the pages a store writes from now on are stored. Default ``PageCompression/lz4``.
+    public var pageCompression: PageCompression = .lz4
+    /// Whether mapped segments track the uncompressed pages reads have checked, to read them in place
+    /// (``PageCompression/none``).
+    var readsPagesInPlace: Bool { pageCompression == .none }
     /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 1 GiB).
     public var segmentSize: UInt64 = Format.defaultSegmentSize
     /// Bytes of filler the writer lays down ahead of the log's end before a small durable commit, so that the

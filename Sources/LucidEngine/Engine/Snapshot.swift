@@ -32,8 +32,17 @@ public struct Snapshot: Sendable {
 
     /// The values of the records at `locations`, in order (nil for nil): cached pages first, all together
     /// (``PageCache/copyValues(_:)``); then each miss alone, and each value too large to copy under the cache's
-    /// lock, as ``get(_:in:)`` reads it. - Throws: as ``get(_:in:)``, for the first location in order that fails.
+    /// lock, as ``get(_:in:)`` reads it. A store that reads pages in place (``EngineOptions/PageCompression/none``
+    /// with mapped reads) reads each as ``get(_:in:)`` does: in place once its page is checked.
+    /// - Throws: as ``get(_:in:)``, for the first location in order that fails.
     func readValues(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
+        if core.options.memoryMappedReads && core.options.readsPagesInPlace {
+            // Values of checked pages in place, without the cache (``PageFetch/checkedValue(at:in:)``).
+            return try locations.map { location in
+                guard let location else { return nil }
+                return try core.readValue(location, file: state.segments[UInt64(location.segment)])
+            }
+        }
         var requests: [PageCache.ValueRequest] = []
         requests.reserveCapacity(locations.count)
         for case let location? in locations where location.valueLength <= PageFetch.copyUnderLockLimit {

@@ -52,6 +52,8 @@ enum Format {
     static let pageMagic: UInt32 = 0x4C50_4147
     static let pageHeaderLength = 48
     static let pageHeaderCRCOffset = 44
+    /// Where a page header's `storedLength` (u32, little-endian) lies.
+    static let pageHeaderStoredLengthOffset = 16
     static let pageTypeData: UInt8 = 1
     static let pageTypeSafeToIgnoreBit: UInt8 = 0x20
     static let pageFlagCompressed: UInt8 = 1 << 0

@@ -6,29 +6,32 @@ extension SegmentFile {
     /// into a buffer. Does nothing for a file layer that cannot map (the fault-injecting one) or when `mmap`
     /// fails: reads then keep using `pread`. Cost: one `mmap` call; pages fault in on first use.
     ///
+    /// With `checkingPages` (``EngineOptions/PageCompression/none``), the mapping records which uncompressed pages
+    /// reads have checked, and reads copy values from those in place (``checkedValue(pageAt:range:)``).
+    ///
     /// Sound because the engine never changes or cuts a byte below a segment's published end: the writer
     /// appends (and cuts only its own filler, past the end), and a sealed segment is immutable.
-    func map(capacity: UInt64) {
+    func map(capacity: UInt64, checkingPages: Bool) {
         guard capacity > UInt64(Format.segmentHeaderLength), capacity <= UInt64(Int.max),
               let posix = handle as? PosixFileHandle,
               let mapped = try? posix.map(length: Int(capacity)) else { return }
-        mapping.withLock { $0 = mapped }
+        mapping.install(SegmentMapping(file: mapped, tracksCheckedPages: checkingPages))
     }
 
     /// Maps a sealed segment of `length` bytes (its file's size) and lets reads use all of it. A segment mapped
     /// while it was active keeps that mapping when it covers `length`.
-    func mapSealed(length: UInt64) {
+    func mapSealed(length: UInt64, checkingPages: Bool) {
         setReadableEnd(length)
-        if mapping.withLock({ ($0?.bytes.count ?? 0) >= length }) { return }
-        map(capacity: length)
+        if mapping.withCurrent({ ($0?.bytes.count ?? 0) >= length }) { return }
+        map(capacity: length, checkingPages: checkingPages)
     }
 
     /// Maps the active segment, whose published end is `end`, with room to grow to a quarter past `segmentSize`
     /// (a page that does not end inside the mapping is read with `pread`; a segment grows past its size by at most
     /// one commit group, which can be large).
-    func mapActive(end: UInt64, segmentSize: UInt64) {
+    func mapActive(end: UInt64, segmentSize: UInt64, checkingPages: Bool) {
         setReadableEnd(end)
-        map(capacity: max(end, segmentSize + segmentSize / 4))
+        map(capacity: max(end, segmentSize + segmentSize / 4), checkingPages: checkingPages)
     }
 
     /// Moves the bound of mapped reads: the writer calls it with the active segment's end before publishing the
@@ -42,9 +45,8 @@ extension SegmentFile {
     /// nothing and cannot fail; nothing past the readable end is touched. O(1).
     func prefetchPage(at offset: UInt64) {
         let limit = readableEnd.load(ordering: .acquiring)
-        // Inside the lock: taking the mapping out of it would retain and release it, an atomic write to memory
-        // that every reader shares.
-        mapping.withLock { mapped in
+        // Borrowed: taking a reference would retain and release it, an atomic write to memory every reader shares.
+        mapping.withCurrent { mapped in
             guard let mapped, let base = mapped.bytes.baseAddress else { return }
             let end = min(UInt64(mapped.bytes.count), limit, offset + UInt64(Self.prefetchSpan))
             guard offset < end else { return }
@@ -64,9 +66,12 @@ extension SegmentFile {
     /// `decode` applied to the header and stored payload of the page at `offset` in the mapped bytes, with the
     /// `pread` path's checks against `fileEnd`; nil when the page does not lie wholly below `limit` (the readable
     /// end, at most the mapping's size), for the `pread` path to read. So a damaged header can never make a read
-    /// leave the bytes the file holds. `decode` verifies the payload (``PageCodec``).
-    func mappedPage<R>(at offset: UInt64, fileEnd: UInt64, limit: UInt64, in bytes: UnsafeRawBufferPointer,
+    /// leave the bytes the file holds. `decode` verifies the payload (``PageCodec``, as every reader of
+    /// ``StoredPageDecoder`` does): a page it returns from, stored uncompressed, is marked checked when the mapping
+    /// tracks that (``CheckedPages``).
+    func mappedPage<R>(at offset: UInt64, fileEnd: UInt64, limit: UInt64, in mapped: SegmentMapping,
                        _ decode: StoredPageDecoder<R>) throws -> R? {
+        let bytes = mapped.bytes
         let headerLength = Format.pageHeaderLength
         precondition(limit <= UInt64(bytes.count))
         guard offset >= UInt64(Format.segmentHeaderLength), offset + UInt64(headerLength) <= limit,
@@ -82,6 +87,30 @@ extension SegmentFile {
         let payloadStart = start + headerLength
         guard UInt64(payloadStart) + UInt64(header.storedLength) <= limit else { return nil }
         let stored = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + Int(header.storedLength)])
-        return try decode(header, headerBytes, stored)
+        let result = try decode(header, headerBytes, stored)
+        if !header.isCompressed { mapped.checkedPages?.insert(pageAt: offset) }
+        return result
+    }
+
+    /// The bytes `range` of the raw payload of the page at `offset`, copied straight from the mapping, when this
+    /// process has checked that page and found it stored uncompressed (``CheckedPages``); nil otherwise, for the
+    /// caller to read the page as usual. Reads the page's length from its header (checked with the page, and never
+    /// changed since) and the value, nothing else. O(range.count), no lock.
+    /// - Throws: ``LucidError/Code/corruption`` at the page when `range` lies outside its payload.
+    @inline(__always)
+    func checkedValue(pageAt offset: UInt64, range: Range<Int>) throws -> [UInt8]? {
+        try mapping.withCurrent { mapped -> [UInt8]? in
+            guard let mapped, let checked = mapped.checkedPages, checked.contains(pageAt: offset),
+                  let base = mapped.bytes.baseAddress else { return nil }
+            let payloadStart = Int(offset) + Format.pageHeaderLength
+            let storedLength = UInt32(littleEndian: base.loadUnaligned(
+                fromByteOffset: Int(offset) + Format.pageHeaderStoredLengthOffset, as: UInt32.self))
+            // The page lies inside the mapping: it was checked there. Its header says how long it is.
+            guard range.lowerBound >= 0, range.upperBound <= Int(storedLength),
+                  payloadStart + Int(storedLength) <= mapped.bytes.count else {
+                throw LucidError.corruption("value range lies outside its page", file: path, offset: offset)
+            }
+            return Array(UnsafeRawBufferPointer(start: base + payloadStart + range.lowerBound, count: range.count))
+        }
     }
 }

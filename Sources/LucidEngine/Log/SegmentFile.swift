@@ -7,8 +7,8 @@ final class SegmentFile: Sendable {
     let path: String
     let header: SegmentHeader
     let handle: any FileHandle
-    /// The file's bytes, mapped by ``map(capacity:)``; nil reads with `pread`.
-    let mapping = Mutex<FileMapping?>(nil)
+    /// The file's bytes, mapped by ``map(capacity:checkingPages:)``; none: reads use `pread`.
+    let mapping = MappingSlot()
     /// How far reads through the mapping may go: the sealed length, or the active segment's published end
     /// (stored before the records are published, so a location a reader holds never lies past it).
     let readableEnd = Atomic<UInt64>(0)
@@ -55,12 +55,12 @@ final class SegmentFile: Sendable {
     /// a page past `fileEnd`, and what `decode` throws.
     private func withStoredPage<R>(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int,
                                    _ decode: StoredPageDecoder<R>) throws -> R {
-        if let mapped = mapping.withLock({ $0 }) {
+        let fromMapping = try mapping.withCurrent { mapped -> R? in
+            guard let mapped else { return nil }
             let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
-            if let result = try mappedPage(at: offset, fileEnd: fileEnd, limit: limit, in: mapped.bytes, decode) {
-                return result
-            }
+            return try mappedPage(at: offset, fileEnd: fileEnd, limit: limit, in: mapped, decode)
         }
+        if let fromMapping { return fromMapping }
         let headerLength = Format.pageHeaderLength
         guard offset >= UInt64(Format.segmentHeaderLength), fileEnd >= offset + UInt64(headerLength) else {
             throw LucidError.corruption("page offset out of range", file: path, offset: offset)

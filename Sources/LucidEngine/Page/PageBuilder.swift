@@ -22,6 +22,8 @@ struct PageBuilder {
     let mode: Mode
     /// The LZ4 level pages are compressed with (0: the fast compressor; see ``LZ4/compress(_:appendingTo:level:)``).
     let compressionLevel: Int
+    /// Whether pages are offered to LZ4 at all (``EngineOptions/PageCompression``); false stores them as they are.
+    let compressing: Bool
     private(set) var nextLSN: UInt64
     /// Bytes already handed out by ``drain()``; page starts in ``placements`` count them.
     private(set) var drainedBytes = 0
@@ -43,9 +45,10 @@ struct PageBuilder {
     /// A builder for pages of `pageSize` raw bytes. `expectedBytes` (the records' approximate raw size, when
     /// known) sizes ``output`` up front, so that appending the sealed pages does not reallocate and copy it.
     init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64, mode: Mode = .commitGroup,
-         expectedBytes: Int = 0, compressionLevel: Int = 0) {
+         expectedBytes: Int = 0, compressionLevel: Int = 0, compressing: Bool = true) {
         self.mode = mode
         self.compressionLevel = compressionLevel
+        self.compressing = compressing
         self.pageSize = pageSize
         self.salt = salt
         self.nextLSN = firstLSN
@@ -98,7 +101,8 @@ struct PageBuilder {
         let start = drainedBytes + output.count
         let rawBytes = raw.bytes
         compressed.removeAll(keepingCapacity: true)
-        let compressedSize = rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
+        let compressedSize = !compressing ? nil
+            : rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
         let useCompressed = compressedSize.map {
             $0 < rawBytes.count - rawBytes.count / Format.compressionMinimumSavingDivisor
         } ?? false

@@ -125,7 +125,10 @@ struct Recovery {
         state.segments[1] = first
         state.activeSegment = 1
         state.activeEnd = UInt64(Format.segmentHeaderLength)
-        if options.memoryMappedReads { first.mapActive(end: state.activeEnd, segmentSize: options.segmentSize) }
+        if options.memoryMappedReads {
+            first.mapActive(end: state.activeEnd, segmentSize: options.segmentSize,
+                            checkingPages: options.readsPagesInPlace)
+        }
         let writer = WriterState(manifest: manifest, active: first, activeEnd: state.activeEnd,
                                  nextLSN: 1, syncedLSN: 0, lastSequence: 0)
         return (state, writer)
@@ -213,7 +216,9 @@ struct Recovery {
             activeFile = file
             state.activeSegment = entry.id
             state.activeEnd = activeEnd
-            if options.memoryMappedReads { file.mapActive(end: activeEnd, segmentSize: options.segmentSize) }
+            if options.memoryMappedReads {
+                file.mapActive(end: activeEnd, segmentSize: options.segmentSize, checkingPages: options.readsPagesInPlace)
+            }
         }
         guard let active = activeFile, let nextLSN = expectedLSN else {
             throw LucidError.corruption("manifest names no active segment", file: path, offset: 0)
@@ -290,7 +295,9 @@ struct Recovery {
             }
         }
         let file = SegmentFile(id: entry.id, path: path, header: header, handle: handle)
-        if entry.sealed, options.memoryMappedReads { file.mapSealed(length: entry.sealedLength) }
+        if entry.sealed, options.memoryMappedReads {
+            file.mapSealed(length: entry.sealedLength, checkingPages: options.readsPagesInPlace)
+        }
         return file
     }
 }

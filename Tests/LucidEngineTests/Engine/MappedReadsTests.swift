@@ -48,7 +48,7 @@ struct MappedReadsTests {
     /// The ids of the open segments that are (not) mapped.
     static func mapping(_ engine: Engine) -> (mapped: [UInt64], unmapped: [UInt64]) {
         let files = engine.core.currentState().segments.values.sorted { $0.id < $1.id }
-        let mapped = files.filter { file in file.mapping.withLock { $0 != nil } }.map(\.id)
+        let mapped = files.filter { file in file.mapping.withCurrent { $0 != nil } }.map(\.id)
         return (mapped, files.map(\.id).filter { !mapped.contains($0) })
     }
 
@@ -99,7 +99,7 @@ struct MappedReadsTests {
             let state = engine.core.currentState()
             let sealed = try #require(state.manifest.segments.first { $0.sealed })
             let file = try #require(state.segments[sealed.id])
-            #expect(file.mapping.withLock { $0 != nil })
+            #expect(file.mapping.withCurrent { $0 != nil })
             // The record whose page starts last in the sealed segment: its page ends exactly at the sealed length.
             let primary = try #require(state.keyspaces["m"]?.primary)
             var last: (index: Int, location: RecordLocation)?
@@ -155,7 +155,7 @@ struct MappedReadsTests {
             }
             try engine.commitAndWait(batch)
             let active = try #require(engine.core.currentState().segments[engine.core.currentState().activeSegment])
-            let capacity = active.mapping.withLock { $0?.bytes.count ?? 0 }
+            let capacity = active.mapping.withCurrent { $0?.bytes.count ?? 0 }
             #expect(capacity > 0 && UInt64(capacity) < active.readableEnd.load(ordering: .relaxed),
                     "the group ends past the mapping")
             try Self.checkAll(engine, values, "one large group")

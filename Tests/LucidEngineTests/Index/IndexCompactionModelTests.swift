@@ -16,7 +16,8 @@ import LucidEngineTestSupport
 /// several output segments (which all replace the same stretch of log), and their adjacent-run compactions often
 /// start at a later output of an earlier compaction (so the new output starts inside the stretch the outputs
 /// before it replaced); such a run must show both. Some runs read segments through memory mappings
-/// (`EngineOptions.memoryMappedReads`), before and after compactions and reopens.
+/// (`EngineOptions.memoryMappedReads`), before and after compactions and reopens, one of them with uncompressed pages
+/// read in place once checked (`EngineOptions.pageCompression = .none`).
 @Suite("Secondary indexes: randomized model with compactions and reopens")
 struct IndexCompactionModelTests {
     typealias Model = IndexModelTests.Model
@@ -32,6 +33,8 @@ struct IndexCompactionModelTests {
         var multiOutput = false
         /// `EngineOptions.memoryMappedReads`.
         var mapped = false
+        /// `EngineOptions.pageCompression = .none` (with `mapped`: checked pages read in place).
+        var uncompressed = false
         var testDescription: String { "\(name) seed 0x\(String(seed, radix: 16))" }
     }
 
@@ -41,6 +44,8 @@ struct IndexCompactionModelTests {
         Run(name: "mixed, mapped", seed: 0xC0_1DE0_0003, steps: 300, valueSizes: 0...2500, mapped: true),
         Run(name: "several outputs, mapped", seed: 0xC0_1DE0_0004, steps: 200, valueSizes: 8000...40000,
             multiOutput: true, mapped: true),
+        Run(name: "mixed, mapped, uncompressed", seed: 0xC0_1DE0_0005, steps: 250, valueSizes: 0...2500, mapped: true,
+            uncompressed: true),
     ]
 
     enum Reopen: String, CaseIterable {
@@ -76,6 +81,7 @@ struct IndexCompactionModelTests {
             var options = IndexTest.options()
             options.autoCompaction = nil
             options.memoryMappedReads = run.mapped
+            if run.uncompressed { options.pageCompression = .none }
             if run.multiOutput { options.segmentSize = 1 << 20 }
             var generation = 0
             var dir = root + "/store-0"

@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+/// `EngineOptions.pageCompression = .none`: pages are stored as they are, and with mapped reads a page is checked
+/// the first time this process reads it, then read in place (``CheckedPages``): values equal what was written
+/// across roll, reopen and compaction, with and without the mapping; damage a first read meets is the usual typed
+/// corruption; a store written compressed keeps reading its compressed pages through the cache.
+@Suite("Engine: uncompressed pages read in place")
+struct InPlaceReadsTests {
+    static func key(_ i: Int) -> [UInt8] { Array("in-place-\(i)".utf8) }
+
+    /// Compressible values (LZ4 would keep them compressed), 300 to 600 bytes.
+    static func value(_ i: Int, generation: Int) -> [UInt8] {
+        let text = "{\"id\": \(i), \"generation\": \(generation), \"title\": \"a title that repeats\"} "
+        return Array(String(repeating: text, count: 300 / text.utf8.count + 1 + i % 5).utf8)
+    }
+
+    /// 1 MiB segments, a small page cache (none: the writer's fresh pages are not cached, so the first read of a
+    /// page goes to the file), the given compression and mapping.
+    static func options(_ compression: EngineOptions.PageCompression, mapped: Bool = true,
+                        cacheBytes: Int = 256 << 10) -> EngineOptions {
+        var o = EngineTest.options(sync: .none, segmentSize: 1 << 20, pageCacheBytes: cacheBytes)
+        o.memoryMappedReads = mapped
+        o.pageCompression = compression
+        o.autoCompaction = nil
+        return o
+    }
+
+    static func write(_ engine: Engine, _ range: Range<Int>, generation: Int) throws {
+        for start in stride(from: range.lowerBound, to: range.upperBound, by: 25) {
+            var batch = WriteBatch()
+            for i in start..<min(start + 25, range.upperBound) {
+                batch.put(value(i, generation: generation), forKey: key(i), in: "p")
+            }
+            try engine.commitAndWait(batch)
+        }
+    }
+
+    /// Every key reads back its expected value, through `get` and through `values(forKeys:)`.
+    static func checkAll(_ engine: Engine, _ generations: [Int], _ tag: String) throws {
+        for (i, generation) in generations.enumerated() where try engine.get(key(i), in: "p") != value(i, generation: generation) {
+            Issue.record("\(tag): key \(i) reads back wrong")
+            return
+        }
+        let keys = generations.indices.map(key)
+        let values = try engine.snapshot().values(forKeys: keys, in: "p")
+        #expect(values == generations.enumerated().map { value($0.offset, generation: $0.element) },
+                "\(tag): values(forKeys:) agrees")
+    }
+
+    /// The record's segment file and page offset.
+    static func page(of i: Int, _ engine: Engine) throws -> (file: SegmentFile, offset: UInt64, location: RecordLocation) {
+        let state = engine.core.currentState()
+        let location = try #require(state.keyspaces["p"]?.primary.value(forKey: key(i)))
+        let file = try #require(state.segments[UInt64(location.segment)])
+        return (file, UInt64(location.pageOffset), location)
+    }
+
+    static func isChecked(_ i: Int, _ engine: Engine) throws -> Bool {
+        let (file, offset, _) = try page(of: i, engine)
+        return file.mapping.withCurrent { $0?.checkedPages?.contains(pageAt: offset) ?? false }
+    }
+
+    @Test("uncompressed stores read back across roll, reopen and compaction, mapped or not; checked pages skip the cache",
+          arguments: [true, false])
+    func roundTrip(mapped: Bool) throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var engine = try Engine.open(at: dir, options: Self.options(.none, mapped: mapped))
+            defer { try? engine.close() }
+            var generations = [Int](repeating: 0, count: 4_000)
+            try Self.write(engine, 0..<4_000, generation: 0)
+            #expect(engine.core.currentState().manifest.segments.filter(\.sealed).count >= 1, "the writes rolled")
+            #expect(try engine.storeStatistics().compressionRatio == 1, "no page is stored compressed")
+            try Self.checkAll(engine, generations, "after writing")
+
+            // A page read once is checked; reading it again touches the page cache no more (mapped only).
+            #expect(try Self.isChecked(7, engine) == mapped)
+            let before = (engine.core.cache.hits, engine.core.cache.misses)
+            #expect(try engine.get(Self.key(7), in: "p") == Self.value(7, generation: 0))
+            let after = (engine.core.cache.hits, engine.core.cache.misses)
+            #expect((after == before) == mapped, "an in-place read leaves the cache alone: \(before) → \(after)")
+
+            for i in 0..<1_500 { generations[i] = 1 }
+            try Self.write(engine, 0..<1_500, generation: 1)
+            try engine.close()
+            engine = try Engine.open(at: dir, options: Self.options(.none, mapped: mapped))
+            try Self.checkAll(engine, generations, "after reopen")
+            try engine.sealActiveSegment()
+            let summary = try engine.compactAndWait()
+            #expect(!summary.inputSegments.isEmpty, "the compaction ran")
+            #expect(try engine.storeStatistics().compressionRatio == 1, "compaction writes uncompressed pages too")
+            try Self.checkAll(engine, generations, "after compaction")
+            if mapped { #expect(try Self.isChecked(3_999, engine), "compaction outputs are read in place") }
+            let report = try engine.verify()
+            #expect(report.ok, "\(report)")
+        }
+    }
+
+    @Test("readers racing on first reads of the same pages all get the right values")
+    func concurrentFirstReads() async throws {
+        try await EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options(.none, cacheBytes: 0))
+            defer { try? engine.close() }
+            try Self.write(engine, 0..<2_000, generation: 0)
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for reader in 0..<4 {
+                    group.addTask {
+                        var wrong = 0
+                        var rng = SplitMix64(seed: UInt64(reader))
+                        for _ in 0..<4_000 {
+                            let i = Int(rng.next() % 2_000)
+                            if try engine.get(Self.key(i), in: "p") != Self.value(i, generation: 0) { wrong += 1 }
+                        }
+                        return wrong
+                    }
+                }
+                var wrong = 0
+                for try await count in group { wrong += count }
+                #expect(wrong == 0)
+            }
+            #expect(try (0..<2_000).allSatisfy { try Self.isChecked($0, engine) }, "every page read got checked")
+        }
+    }
+
+    @Test("damage a page's first read meets is corruption naming the file and page, and leaves it unchecked")
+    func firstReadChecks() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            try Self.write(Engine.open(at: dir, options: Self.options(.none)), 0..<600, generation: 0)
+            let engine = try Engine.open(at: dir, options: Self.options(.none))
+            defer { try? engine.close() }
+            let (file, offset, _) = try Self.page(of: 100, engine)
+            let handle = try PosixFileSystem().openFile(at: file.path, mode: .readWrite(create: false))
+            defer { try? handle.close() }
+            let target = offset + UInt64(Format.pageHeaderLength) + 9
+            let byte = try handle.read(at: target, count: 1)
+            try handle.write([byte[0] ^ 0x01], at: target)
+            do {
+                _ = try engine.get(Self.key(100), in: "p")
+                Issue.record("a flipped byte must fail the page's checksum")
+            } catch let error as LucidError {
+                #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
+            }
+            #expect(try !Self.isChecked(100, engine), "a page that failed its check is not read in place")
+            try handle.write(byte, at: target)
+            #expect(try engine.get(Self.key(100), in: "p") == Self.value(100, generation: 0), "repaired, it reads")
+            #expect(try Self.isChecked(100, engine))
+        }
+    }
+
+    @Test("a value range outside its checked page is corruption, not a read past it")
+    func rangeOutsideCheckedPage() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options(.none, cacheBytes: 0))
+            defer { try? engine.close() }
+            try Self.write(engine, 0..<100, generation: 0)
+            #expect(try engine.get(Self.key(5), in: "p") != nil)
+            let (file, offset, location) = try Self.page(of: 5, engine)
+            #expect(try Self.isChecked(5, engine))
+            var outside = location
+            outside.valueOffset = 1 << 20
+            do {
+                _ = try PageFetch.checkedValue(at: outside, in: file)
+                Issue.record("a range past the page must fail")
+            } catch let error as LucidError {
+                #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
+            }
+            #expect(try PageFetch.checkedValue(at: location, in: file) == Self.value(5, generation: 0))
+        }
+    }
+
+    @Test("a store written compressed, opened with .none, reads old pages through the cache and writes new ones raw")
+    func compressedThenRaw() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var engine = try Engine.open(at: dir, options: Self.options(.lz4))
+            try Self.write(engine, 0..<1_000, generation: 0)
+            #expect(try engine.storeStatistics().compressionRatio > 1.5, "the values compress")
+            try engine.close()
+            engine = try Engine.open(at: dir, options: Self.options(.none))
+            defer { try? engine.close() }
+            var generations = [Int](repeating: 0, count: 1_000)
+            try Self.checkAll(engine, generations, "compressed pages")
+            #expect(try !Self.isChecked(10, engine), "a compressed page is never read in place")
+            try Self.write(engine, 0..<200, generation: 1)
+            for i in 0..<200 { generations[i] = 1 }
+            try Self.checkAll(engine, generations, "mixed pages")
+            #expect(try Self.isChecked(10, engine), "a page written raw is read in place")
+            #expect(try !Self.isChecked(500, engine))
+        }
+    }
+}
+
+@Suite("CheckedPages")
+struct CheckedPagesTests {
+    @Test("pages a header apart have their own bits; offsets past the mapping are ignored")
+    func bits() {
+        let pages = CheckedPages(mappingLength: 4096)
+        defer { pages.deallocate() }
+        let offsets: [UInt64] = [64, 112, 160, 4000]
+        for offset in offsets { #expect(!pages.contains(pageAt: offset)) }
+        pages.insert(pageAt: 112)
+        #expect(pages.contains(pageAt: 112))
+        #expect(!pages.contains(pageAt: 64) && !pages.contains(pageAt: 160), "neighbours 48 bytes away stay clear")
+        pages.insert(pageAt: 4000)
+        #expect(pages.contains(pageAt: 4000))
+        pages.insert(pageAt: 1 << 40)
+        #expect(!pages.contains(pageAt: 1 << 40), "past the mapping: never checked")
+        #expect(!pages.contains(pageAt: UInt64.max))
+    }
+}
