@@ -12,13 +12,16 @@ let benchMappedReads = ProcessInfo.processInfo.environment["LUCID_MAPPED_READS"]
 /// (logged with the record, as the data layer will write them), so load and size figures already pay for them.
 final class LucidStore: BenchStore, Committer {
     static let keyspace = "books"
-    static let settings = "LucidEngine: syncMode .none during the load, batches queued with submit (built while "
+    static func settings(compressed: Bool) -> String {
+        "LucidEngine: syncMode .none during the load, batches queued with submit (built while "
         + "the writer writes the previous ones), then one sync() (suffix-only loss on crash), "
-        + "\(benchPageSize >> 10) KiB pages, \(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads) "
+        + "\(benchPageSize >> 10) KiB pages, pageCompression \(compressed ? ".lz4" : ".none (checked pages read in place)"), "
+        + "\(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads) "
         + "(recommended for reads of data larger than the cache), 64 MiB segments; each record carries 2 index "
         + "terms (genre, rating) in the log; gets via Engine.get, scan via snapshot().recordTable (the keyspace's "
         + "records read in storage order, each page once, into one table in key order: the engine's API for reading a "
         + "range whole; forEach streams in key order, a page read per record on random keys)"
+    }
     static let durableSettings = "LucidEngine: syncMode .always (fdatasync per commit group, group commit), "
         + "commitAndWait per record"
 
@@ -26,13 +29,14 @@ final class LucidStore: BenchStore, Committer {
     private let options: EngineOptions
     private var engine: Engine
 
-    init(path: String, durable: Bool) throws {
+    init(path: String, durable: Bool, compressed: Bool) throws {
         self.path = path
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
         options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
+        options.pageCompression = compressed ? .lz4 : .none
         self.options = options
         engine = try Engine.open(at: path, options: options)
     }

@@ -22,9 +22,8 @@ struct Report {
     /// Why an engine has no figure for a workload.
     private func missingReason(_ workload: String, _ engine: EngineKind) -> String {
         switch (workload, engine) {
-        case ("index_eq", .lucid), ("index_range", .lucid): "no secondary-index query API yet (issue 3)"
         case ("index_eq", _), ("index_range", _): "no secondary indexes"
-        case ("size_after_compaction_bytes", .coreManager), ("size_after_compaction_bytes", .coreManagerCached):
+        case ("size_after_compaction_bytes", let e) where Self.dataLayer.contains(e):
             "no compaction in the data layer (the engine's is lucid-engine's)"
         default: "failed or not run"
         }
@@ -40,12 +39,17 @@ struct Report {
     }
 
     /// The data-layer engines, compared with GRDB's record API rather than counted as lucid-engine's peers.
-    private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached]
+    private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached, .coreManagerRaw]
+    /// The engine's configurations, each compared with the best peer (and never counted as a peer).
+    private static let lucidEngines: [EngineKind] = [.lucid, .lucidRaw]
 
-    /// lucid-engine's figure over the best peer's, and which peer that is.
-    private func ratio(_ info: WorkloadInfo) -> (Double, String)? {
-        guard let lucid = value(info.name, EngineKind.lucid.rawValue) else { return nil }
-        let peers = engines.filter { $0 != .lucid && !Self.dataLayer.contains($0) }
+    /// The engine configurations of this run, each with a "÷ best peer" column.
+    private var comparedLucidEngines: [EngineKind] { engines.filter { Self.lucidEngines.contains($0) } }
+
+    /// A lucid engine configuration's figure over the best peer's, and which peer that is.
+    private func ratio(_ info: WorkloadInfo, _ engine: EngineKind = .lucid) -> (Double, String)? {
+        guard let lucid = value(info.name, engine.rawValue) else { return nil }
+        let peers = engines.filter { !Self.lucidEngines.contains($0) && !Self.dataLayer.contains($0) }
             .compactMap { e in value(info.name, e.rawValue).map { (e, $0) } }
         guard let best = peers.max(by: { info.higherIsBetter ? $0.1 < $1.1 : $0.1 > $1.1 }), best.1 > 0 else {
             return nil
@@ -98,8 +102,10 @@ struct Report {
                     out.append("  \(name)               —   (\(missingReason(info.name, kind)))")
                 }
             }
-            if let (r, peer) = ratio(info) {
-                out.append("  lucid-engine / best peer (\(peer)): \(formatNumber(r, decimals: 2))x")
+            for engine in comparedLucidEngines {
+                if let (r, peer) = ratio(info, engine) {
+                    out.append("  \(engine.rawValue) / best peer (\(peer)): \(formatNumber(r, decimals: 2))x")
+                }
             }
             for engine in dataLayerEngines {
                 if let r = gRDBRatio(info, engine) {
@@ -119,29 +125,36 @@ struct Report {
         return out.joined(separator: "\n")
     }
 
-    /// One table: a row per workload, a column per engine, and lucid-engine's ratio to the best peer.
+    /// One table: a row per workload, a column per engine, each lucid engine configuration's ratio to the best
+    /// peer, and each data-layer engine's to GRDB.
     func markdown() -> String {
         var lines: [String] = []
         let names = engines.map(\.rawValue)
+        let lucids = comparedLucidEngines
         let compared = dataLayerEngines
-        lines.append("| workload | unit | " + names.joined(separator: " | ") + " | lucid ÷ best peer |"
+        let ratioCount = lucids.count + compared.count
+        lines.append("| workload | unit | " + names.joined(separator: " | ") + " |"
+                     + lucids.map { " \($0 == .lucid ? "lucid" : $0.rawValue) ÷ best peer |" }.joined()
                      + compared.map { " \($0.rawValue) ÷ grdb |" }.joined())
-        lines.append("|---|---|" + names.map { _ in "---:|" }.joined() + "---:|"
-                     + compared.map { _ in "---:|" }.joined())
+        lines.append("|---|---|" + names.map { _ in "---:|" }.joined()
+                     + String(repeating: "---:|", count: ratioCount))
         for info in workloadInfos {
             if info.name.hasPrefix("fdatasync_4k") {
                 if let v = value(info.name, "os") {
                     lines.append("| \(info.name) (os) | ops/s | \(format(v, unit: info.unit))"
-                                 + String(repeating: " |", count: names.count + compared.count) + " |")
+                                 + String(repeating: " |", count: names.count + ratioCount))
                 }
                 continue
             }
             guard names.contains(where: { value(info.name, $0) != nil }) else { continue }
             let cells = names.map { n in value(info.name, n).map { format($0, unit: info.unit) } ?? "—" }
-            let r = ratio(info).map { "\(formatNumber($0.0, decimals: 2))x (\($0.1))" } ?? "—"
+            let ratios = lucids.map { e in
+                ratio(info, e).map { " \(formatNumber($0.0, decimals: 2))x (\($0.1)) |" } ?? " — |"
+            }
             let unit = info.unit + (info.higherIsBetter ? " ↑" : " ↓")
             let versus = compared.map { e in gRDBRatio(info, e).map { " \(formatNumber($0, decimals: 2))x |" } ?? " — |" }
-            lines.append("| \(info.name) | \(unit) | " + cells.joined(separator: " | ") + " | \(r) |" + versus.joined())
+            lines.append("| \(info.name) | \(unit) | " + cells.joined(separator: " | ") + " |" + ratios.joined()
+                         + versus.joined())
         }
         return lines.joined(separator: "\n")
     }

@@ -99,6 +99,9 @@ enum BenchError: Error, CustomStringConvertible {
 /// The engines, in report order, with the settings each runs with (printed with the results).
 enum EngineKind: String, CaseIterable {
     case lucid = "lucid-engine"
+    /// LucidEngine storing its pages uncompressed (`EngineOptions.pageCompression = .none`), which reads checked
+    /// pages in place: a larger store for cheaper reads.
+    case lucidRaw = "lucid-engine-raw"
     case lmdb
     case rocksdb
     case sqlite
@@ -107,43 +110,50 @@ enum EngineKind: String, CaseIterable {
     case coreManager = "lucid-coremanager"
     /// The same with a CacheStore (InMemoryStore over the DiskStore), what an app would usually pick.
     case coreManagerCached = "lucid-coremanager-cached"
+    /// The data layer over an engine that stores its pages uncompressed (as `lucid-engine-raw`).
+    case coreManagerRaw = "lucid-coremanager-raw"
 
     /// Settings for the bulk-load, read, reopen and size workloads.
     var settings: String {
         switch self {
-        case .lucid: LucidStore.settings
+        case .lucid: LucidStore.settings(compressed: true)
+        case .lucidRaw: LucidStore.settings(compressed: false)
         case .lmdb: LMDBStore.settings
         case .rocksdb: RocksStore.settings
         case .sqlite: SQLiteStore.settings
         case .grdb: GRDBStore.settings
         case .coreManager: CoreManagerStore.settings(cached: false)
         case .coreManagerCached: CoreManagerStore.settings(cached: true)
+        case .coreManagerRaw: CoreManagerStore.settings(cached: false, compressed: false)
         }
     }
 
     /// Settings for the durable single-record commit workloads.
     var durableSettings: String {
         switch self {
-        case .lucid: LucidStore.durableSettings
+        case .lucid, .lucidRaw: LucidStore.durableSettings
         case .lmdb: LMDBStore.durableSettings
         case .rocksdb: RocksStore.durableSettings
         case .sqlite: SQLiteStore.durableSettings
         case .grdb: GRDBStore.durableSettings
         case .coreManager: CoreManagerStore.durableSettings(cached: false)
         case .coreManagerCached: CoreManagerStore.durableSettings(cached: true)
+        case .coreManagerRaw: CoreManagerStore.durableSettings(cached: false)
         }
     }
 
     /// Opens (creating if needed) the store in directory `path`; `durable` selects the commit settings.
     func open(at path: String, durable: Bool, records: Int) throws -> BenchStore {
         switch self {
-        case .lucid: try LucidStore(path: path, durable: durable)
+        case .lucid: try LucidStore(path: path, durable: durable, compressed: true)
+        case .lucidRaw: try LucidStore(path: path, durable: durable, compressed: false)
         case .lmdb: try LMDBStore(path: path, durable: durable, records: records)
         case .rocksdb: try RocksStore(path: path, durable: durable)
         case .sqlite: try SQLiteStore(path: path, durable: durable)
         case .grdb: try GRDBStore(path: path, durable: durable)
         case .coreManager: try CoreManagerStore(path: path, durable: durable, cached: false)
         case .coreManagerCached: try CoreManagerStore(path: path, durable: durable, cached: true)
+        case .coreManagerRaw: try CoreManagerStore(path: path, durable: durable, cached: false, compressed: false)
         }
     }
 }
