@@ -26,8 +26,12 @@ public struct EngineOptions: Sendable {
         /// read of a page in a process checks its checksum, and later reads of that page copy values straight
         /// from the mapping, touching the page's header and the value only (a bit per 32 bytes of mapped
         /// segment records which pages were checked: 1/256 of the segments' size in memory, touched as pages
-        /// are read). A checked page is trusted from then on, as a page in the page cache is: the engine never
-        /// changes a byte below a segment's published end. ``Engine/verify()`` checks every page regardless.
+        /// are read). A checked page is not checked again while its mapping lives (the engine never changes a byte
+        /// below a segment's published end). What that gives up: unlike the engine's page cache, the mapping reads
+        /// the kernel's page cache, which may drop a page and read it from the disk again, so damage the disk (or
+        /// another process) brings to a page after its first check is returned by reads instead of reported;
+        /// ``Engine/verify()`` checks every page and reports it. With ``lz4``, or without mapped reads, every read
+        /// from the file checks its page.
         /// Files written either way are read by every engine of this format version; the option may change
         /// between opens and affects only pages written from then on (compaction rewrites the pages it moves).
         case none

@@ -30,19 +30,36 @@ public struct Snapshot: Sendable {
         return try readValues(tree.values(forKeys: keys))
     }
 
-    /// The values of the records at `locations`, in order (nil for nil): cached pages first, all together
-    /// (``PageCache/copyValues(_:)``); then each miss alone, and each value too large to copy under the cache's
-    /// lock, as ``get(_:in:)`` reads it. A store that reads pages in place (``EngineOptions/PageCompression/none``
-    /// with mapped reads) reads each as ``get(_:in:)`` does: in place once its page is checked.
-    /// - Throws: as ``get(_:in:)``, for the first location in order that fails.
+    /// The values of the records at `locations`, in order (nil for nil). A store that reads pages in place
+    /// (``EngineOptions/PageCompression/none`` with mapped reads) copies the values of checked pages first
+    /// (``PageFetch/checkedValue(at:in:)``); the rest are read through the cache, together
+    /// (``readValuesThroughCache(_:)``). - Throws: as ``get(_:in:)``, for the first location that fails (in order
+    /// among those read in place, then among the others).
     func readValues(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
-        if core.options.memoryMappedReads && core.options.readsPagesInPlace {
-            // Values of checked pages in place, without the cache (``PageFetch/checkedValue(at:in:)``).
-            return try locations.map { location in
-                guard let location else { return nil }
-                return try core.readValue(location, file: state.segments[UInt64(location.segment)])
+        guard core.options.memoryMappedReads && core.options.readsPagesInPlace else {
+            return try readValuesThroughCache(locations)
+        }
+        var values = [[UInt8]?](repeating: nil, count: locations.count)
+        var rest: [Int] = []
+        for (i, location) in locations.enumerated() {
+            guard let location else { continue }
+            if let file = state.segments[UInt64(location.segment)],
+               let value = try PageFetch.checkedValue(at: location, in: file) {
+                values[i] = value
+            } else {
+                rest.append(i)
             }
         }
+        if !rest.isEmpty {
+            for (i, value) in zip(rest, try readValuesThroughCache(rest.map { locations[$0] })) { values[i] = value }
+        }
+        return values
+    }
+
+    /// The values of the records at `locations`, in order (nil for nil): cached pages first, all together
+    /// (``PageCache/copyValues(_:)``); then each miss alone, and each value too large to copy under the cache's
+    /// lock, as ``get(_:in:)`` reads it. - Throws: as ``get(_:in:)``, for the first location in order that fails.
+    private func readValuesThroughCache(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
         var requests: [PageCache.ValueRequest] = []
         requests.reserveCapacity(locations.count)
         for case let location? in locations where location.valueLength <= PageFetch.copyUnderLockLimit {

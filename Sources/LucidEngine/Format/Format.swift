@@ -52,7 +52,11 @@ enum Format {
     static let pageMagic: UInt32 = 0x4C50_4147
     static let pageHeaderLength = 48
     static let pageHeaderCRCOffset = 44
-    /// Where a page header's `storedLength` (u32, little-endian) lies.
+    /// Where a page header's fields lie (see docs/FORMAT.md, "Page"): flags (u8), the segment salt's low 32 bits,
+    /// `rawLength` and `storedLength` (u32, little-endian).
+    static let pageHeaderFlagsOffset = 5
+    static let pageHeaderSaltOffset = 8
+    static let pageHeaderRawLengthOffset = 12
     static let pageHeaderStoredLengthOffset = 16
     static let pageTypeData: UInt8 = 1
     static let pageTypeSafeToIgnoreBit: UInt8 = 0x20

@@ -15,10 +15,10 @@ import Darwin
 /// provides lazily, so a bit array costs memory only where pages are read. Readers on any thread test and set
 /// bits concurrently with atomic operations (``lucid_bits_test``, ``lucid_bits_set``); a bit is never cleared.
 ///
-/// A struct, so that a reader testing a bit takes no reference; its owner (``SegmentMapping``) frees the bits, once,
-/// when it goes (``deallocate()``).
-struct CheckedPages: @unchecked Sendable {
-    // @unchecked: `words` is touched only through the atomic helpers, and freed once, by the owner's deinit.
+/// A noncopyable struct: its owner (``SegmentMapping``) holds it inline, so a reader testing a bit takes no
+/// reference, and the bits are freed once, when it goes.
+struct CheckedPages: ~Copyable, @unchecked Sendable {
+    // @unchecked: `words` is touched only through the atomic helpers, and freed once, by deinit.
     private let words: UnsafeMutablePointer<UInt64>
     /// Bits in the array: one per 32 bytes of the mapping it describes.
     private let bitCount: Int
@@ -37,8 +37,7 @@ struct CheckedPages: @unchecked Sendable {
         words = memory.bindMemory(to: UInt64.self, capacity: wordCount)
     }
 
-    /// Frees the bits. Called once, by the owner, when no reader can use them any more.
-    func deallocate() { free(words) }
+    deinit { free(words) }
 
     /// Whether the page at `offset` was checked (false for an offset past the mapping). O(1), no lock.
     @inline(__always)

@@ -94,23 +94,33 @@ extension SegmentFile {
 
     /// The bytes `range` of the raw payload of the page at `offset`, copied straight from the mapping, when this
     /// process has checked that page and found it stored uncompressed (``CheckedPages``); nil otherwise, for the
-    /// caller to read the page as usual. Reads the page's length from its header (checked with the page, and never
-    /// changed since) and the value, nothing else. O(range.count), no lock.
+    /// caller to read the page as usual. Reads the page's header (checked with the page, and never changed since)
+    /// and the value, nothing else, all below the readable end as every mapped read. O(range.count), no lock.
+    ///
+    /// A page's bit covers 32 bytes, so an offset that is not the start of the page it falls on (a damaged
+    /// location) finds the bit set too: the header it then reads must still have the page magic, this segment's
+    /// salt, no compression and equal raw and stored lengths, or the read goes the usual way, whose checks name the
+    /// damage.
     /// - Throws: ``LucidError/Code/corruption`` at the page when `range` lies outside its payload.
     @inline(__always)
     func checkedValue(pageAt offset: UInt64, range: Range<Int>) throws -> [UInt8]? {
         try mapping.withCurrent { mapped -> [UInt8]? in
-            guard let mapped, let checked = mapped.checkedPages, checked.contains(pageAt: offset),
+            guard let mapped, mapped.checkedPages?.contains(pageAt: offset) == true,
                   let base = mapped.bytes.baseAddress else { return nil }
-            let payloadStart = Int(offset) + Format.pageHeaderLength
-            let storedLength = UInt32(littleEndian: base.loadUnaligned(
-                fromByteOffset: Int(offset) + Format.pageHeaderStoredLengthOffset, as: UInt32.self))
-            // The page lies inside the mapping: it was checked there. Its header says how long it is.
-            guard range.lowerBound >= 0, range.upperBound <= Int(storedLength),
-                  payloadStart + Int(storedLength) <= mapped.bytes.count else {
+            let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
+            let headerLength = UInt64(Format.pageHeaderLength)
+            guard offset <= limit, limit - offset >= headerLength else { return nil }
+            let header = base + Int(offset)
+            func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: header.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+            let storedLength = u32(Format.pageHeaderStoredLengthOffset)
+            guard u32(0) == Format.pageMagic, u32(Format.pageHeaderSaltOffset) == self.header.pageSalt,
+                  header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self) & Format.pageFlagCompressed == 0,
+                  u32(Format.pageHeaderRawLengthOffset) == storedLength,
+                  UInt64(storedLength) <= limit - offset - headerLength else { return nil }
+            guard range.lowerBound >= 0, range.upperBound <= Int(storedLength) else {
                 throw LucidError.corruption("value range lies outside its page", file: path, offset: offset)
             }
-            return Array(UnsafeRawBufferPointer(start: base + payloadStart + range.lowerBound, count: range.count))
+            return Array(UnsafeRawBufferPointer(start: header + Int(headerLength) + range.lowerBound, count: range.count))
         }
     }
 }

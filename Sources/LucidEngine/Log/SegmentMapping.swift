@@ -13,8 +13,6 @@ final class SegmentMapping: Sendable {
         checkedPages = tracksCheckedPages ? CheckedPages(mappingLength: file.bytes.count) : nil
     }
 
-    deinit { checkedPages?.deallocate() }
-
     var bytes: UnsafeRawBufferPointer { file.bytes }
 }
 

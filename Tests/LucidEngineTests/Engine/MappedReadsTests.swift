@@ -11,10 +11,12 @@ import LucidEngineTestSupport
 struct MappedReadsTests {
     static func key(_ i: Int) -> [UInt8] { Array("mapped-\(i)".utf8) }
 
-    /// 1 MiB segments, no page cache (every get reads its page from the file), mapping on.
-    static func options(mapped: Bool = true) -> EngineOptions {
+    /// 1 MiB segments, no page cache (every get reads its page from the file), mapping on; with `.none`, checked
+    /// pages are read in place (the records' random values are stored uncompressed either way).
+    static func options(mapped: Bool = true, compression: EngineOptions.PageCompression = .lz4) -> EngineOptions {
         var o = EngineTest.options(sync: .none, segmentSize: 1 << 20, pageCacheBytes: 0)
         o.memoryMappedReads = mapped
+        o.pageCompression = compression
         o.autoCompaction = nil
         return o
     }
@@ -140,10 +142,11 @@ struct MappedReadsTests {
         }
     }
 
-    @Test("a page that ends past the active segment's mapping is read with pread, not refused")
-    func pageAcrossTheMappingsEnd() throws {
+    @Test("a page that ends past the active segment's mapping is read with pread, not refused; sealed, it is mapped anew",
+          arguments: [EngineOptions.PageCompression.lz4, .none])
+    func pageAcrossTheMappingsEnd(compression: EngineOptions.PageCompression) throws {
         try EngineTest.withTemporaryDirectory { dir in
-            let engine = try Engine.open(at: dir, options: Self.options())
+            let engine = try Engine.open(at: dir, options: Self.options(compression: compression))
             defer { try? engine.close() }
             // One group of about 1.5 MiB: the active segment's mapping (1.25 × 1 MiB) ends inside one of its pages.
             var rng = SplitMix64(seed: 7)
@@ -159,13 +162,20 @@ struct MappedReadsTests {
             #expect(capacity > 0 && UInt64(capacity) < active.readableEnd.load(ordering: .relaxed),
                     "the group ends past the mapping")
             try Self.checkAll(engine, values, "one large group")
+            // Sealed, the segment is longer than its mapping: a second mapping replaces it, with pages to check anew.
+            try engine.sealActiveSegment()
+            let sealed = try #require(engine.core.currentState().segments[active.id])
+            #expect(sealed.mapping.withCurrent { $0?.bytes.count ?? 0 } > capacity, "mapped again, whole")
+            try Self.checkAll(engine, values, "after the seal")
+            try Self.checkAll(engine, values, "read again")
         }
     }
 
-    @Test("readers of the mapped active segment see every acknowledged record while the writer appends and rolls")
-    func readersDuringWrites() async throws {
+    @Test("readers of the mapped active segment see every acknowledged record while the writer appends and rolls",
+          arguments: [EngineOptions.PageCompression.lz4, .none])
+    func readersDuringWrites(compression: EngineOptions.PageCompression) async throws {
         try await EngineTest.withTemporaryDirectory { dir in
-            let engine = try Engine.open(at: dir, options: Self.options())
+            let engine = try Engine.open(at: dir, options: Self.options(compression: compression))
             defer { try? engine.close() }
             let acknowledged = AcknowledgedCount()
             let total = 4_000
