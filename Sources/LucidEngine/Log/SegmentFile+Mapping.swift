@@ -111,16 +111,19 @@ extension SegmentFile {
             let headerLength = UInt64(Format.pageHeaderLength)
             guard offset <= limit, limit - offset >= headerLength else { return nil }
             let header = base + Int(offset)
-            func u32(_ at: Int) -> UInt32 { UInt32(littleEndian: header.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+            func u32(_ at: Int) -> UInt32 {
+                UInt32(littleEndian: header.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+            }
+            let flags = header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self)
             let storedLength = u32(Format.pageHeaderStoredLengthOffset)
             guard u32(0) == Format.pageMagic, u32(Format.pageHeaderSaltOffset) == self.header.pageSalt,
-                  header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self) & Format.pageFlagCompressed == 0,
-                  u32(Format.pageHeaderRawLengthOffset) == storedLength,
+                  flags & Format.pageFlagCompressed == 0, u32(Format.pageHeaderRawLengthOffset) == storedLength,
                   UInt64(storedLength) <= limit - offset - headerLength else { return nil }
             guard range.lowerBound >= 0, range.upperBound <= Int(storedLength) else {
                 throw LucidError.corruption("value range lies outside its page", file: path, offset: offset)
             }
-            return Array(UnsafeRawBufferPointer(start: header + Int(headerLength) + range.lowerBound, count: range.count))
+            let value = header + Int(headerLength) + range.lowerBound
+            return Array(UnsafeRawBufferPointer(start: value, count: range.count))
         }
     }
 }
