@@ -39,22 +39,22 @@ extension BTree.Node {
         let lastChild = upper.map { bound in bound.key.withUnsafeBytes { childIndex(for: $0) } }
             ?? children.count - 1
         guard firstChild <= lastChild else { return true }
+        // Children are visited through unretained references, as `value(forKey:)` descends: this node holds them,
+        // and the caller holds this node (the tree, a value, is borrowed for the walk), so no reference count is
+        // paid per child.
+        func visitChild(_ index: Int) throws -> Bool {
+            let child = children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }
+            return try child._withUnsafeGuaranteedRef { child in
+                try child.visit(from: index == firstChild ? lower : nil, to: index == lastChild ? upper : nil,
+                                reverse: reverse, body)
+            }
+        }
         if reverse {
-            for index in stride(from: lastChild, through: firstChild, by: -1) {
-                let keepGoing = try children[index].visit(
-                    from: index == firstChild ? lower : nil,
-                    to: index == lastChild ? upper : nil,
-                    reverse: true, body)
-                if !keepGoing { return false }
+            for index in stride(from: lastChild, through: firstChild, by: -1) where try !visitChild(index) {
+                return false
             }
         } else {
-            for index in firstChild ... lastChild {
-                let keepGoing = try children[index].visit(
-                    from: index == firstChild ? lower : nil,
-                    to: index == lastChild ? upper : nil,
-                    reverse: false, body)
-                if !keepGoing { return false }
-            }
+            for index in firstChild ... lastChild where try !visitChild(index) { return false }
         }
         return true
     }
@@ -82,15 +82,24 @@ extension BTree.Node {
             end = keyCount
         }
         guard start < end else { return true }
-        if reverse {
-            for index in stride(from: end - 1, through: start, by: -1) {
-                if try !withKey(at: index, { try body($0, values[index]) }) { return false }
-            }
-        } else {
-            for index in start ..< end {
-                if try !withKey(at: index, { try body($0, values[index]) }) { return false }
+        // The arrays are borrowed once for the whole run rather than once per entry (each borrow retained and
+        // released its array). Nothing mutates a node while it is visited: the tree is a value the caller holds.
+        return try keyEnds.withUnsafeBufferPointer { ends in
+            try keyBytes.withUnsafeBytes { bytes in
+                try values.withUnsafeBufferPointer { values in
+                    func visit(_ index: Int) throws -> Bool {
+                        let from = index == 0 ? 0 : Int(truncatingIfNeeded: ends[index &- 1])
+                        let key = UnsafeRawBufferPointer(rebasing: bytes[from ..< Int(truncatingIfNeeded: ends[index])])
+                        return try body(key, values[index])
+                    }
+                    if reverse {
+                        for index in stride(from: end - 1, through: start, by: -1) where try !visit(index) { return false }
+                    } else {
+                        for index in start ..< end where try !visit(index) { return false }
+                    }
+                    return true
+                }
             }
         }
-        return true
     }
 }
