@@ -78,9 +78,9 @@ public struct EngineOptions: Sendable {
     public var memoryMappedReads: Bool = false
     /// How the pages a store writes from now on are stored. Default ``PageCompression/lz4``.
     public var pageCompression: PageCompression = .lz4
-    /// Whether mapped segments track the uncompressed pages reads have checked, to read them in place
-    /// (``PageCompression/none``).
-    var readsPagesInPlace: Bool { pageCompression == .none }
+    /// Whether reads copy values of checked uncompressed pages in place: mapped segments
+    /// (``memoryMappedReads``) that track the pages reads have checked (``PageCompression/none``).
+    var readsPagesInPlace: Bool { memoryMappedReads && pageCompression == .none }
     /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 1 GiB).
     public var segmentSize: UInt64 = Format.defaultSegmentSize
     /// Bytes of filler the writer lays down ahead of the log's end before a small durable commit, so that the

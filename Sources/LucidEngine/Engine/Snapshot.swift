@@ -36,7 +36,7 @@ public struct Snapshot: Sendable {
     /// (``readValuesThroughCache(_:)``). - Throws: as ``get(_:in:)``, for the first location that fails (in order
     /// among those read in place, then among the others).
     func readValues(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
-        guard core.options.memoryMappedReads && core.options.readsPagesInPlace else {
+        guard core.options.readsPagesInPlace else {
             return try readValuesThroughCache(locations)
         }
         var values = [[UInt8]?](repeating: nil, count: locations.count)

@@ -58,6 +58,23 @@ struct InPlaceReadsTests {
         return (file, UInt64(location.pageOffset), location)
     }
 
+    /// Writes records `0..<count` with one engine, closes it, and opens the store again: no page is cached or
+    /// checked yet.
+    static func writtenAndReopened(_ dir: String, count: Int) throws -> Engine {
+        let writer = try Engine.open(at: dir, options: options(.none))
+        try write(writer, 0..<count, generation: 0)
+        try writer.close()
+        return try Engine.open(at: dir, options: options(.none))
+    }
+
+    /// XORs `mask` into the byte at `offset` of the file at `path` (twice restores it).
+    static func flip(_ mask: UInt8, at offset: UInt64, of path: String) throws {
+        let handle = try PosixFileSystem().openFile(at: path, mode: .readWrite(create: false))
+        defer { try? handle.close() }
+        let byte = try handle.read(at: offset, count: 1)
+        try handle.write([byte[0] ^ mask], at: offset)
+    }
+
     static func isChecked(_ i: Int, _ engine: Engine) throws -> Bool {
         let (file, offset, _) = try page(of: i, engine)
         return file.mapping.withCurrent { $0?.checkedPages?.contains(pageAt: offset) ?? false }
@@ -127,17 +144,11 @@ struct InPlaceReadsTests {
     @Test("damage a page's first read meets is corruption naming the file and page, and leaves it unchecked")
     func firstReadChecks() throws {
         try EngineTest.withTemporaryDirectory { dir in
-            let writer = try Engine.open(at: dir, options: Self.options(.none))
-            try Self.write(writer, 0..<600, generation: 0)
-            try writer.close()
-            let engine = try Engine.open(at: dir, options: Self.options(.none))
+            let engine = try Self.writtenAndReopened(dir, count: 600)
             defer { try? engine.close() }
             let (file, offset, _) = try Self.page(of: 100, engine)
-            let handle = try PosixFileSystem().openFile(at: file.path, mode: .readWrite(create: false))
-            defer { try? handle.close() }
             let target = offset + UInt64(Format.pageHeaderLength) + 9
-            let byte = try handle.read(at: target, count: 1)
-            try handle.write([byte[0] ^ 0x01], at: target)
+            try Self.flip(0x01, at: target, of: file.path)
             do {
                 _ = try engine.get(Self.key(100), in: "p")
                 Issue.record("a flipped byte must fail the page's checksum")
@@ -145,7 +156,7 @@ struct InPlaceReadsTests {
                 #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
             }
             #expect(try !Self.isChecked(100, engine), "a page that failed its check is not read in place")
-            try handle.write(byte, at: target)
+            try Self.flip(0x01, at: target, of: file.path)
             #expect(try engine.get(Self.key(100), in: "p") == Self.value(100, generation: 0), "repaired, it reads")
             #expect(try Self.isChecked(100, engine))
         }
@@ -190,20 +201,14 @@ struct InPlaceReadsTests {
     @Test("damage after a page's first check is returned by in-place reads (the documented trade) and found by verify")
     func damageAfterCheck() throws {
         try EngineTest.withTemporaryDirectory { dir in
-            let writer = try Engine.open(at: dir, options: Self.options(.none))
-            try Self.write(writer, 0..<300, generation: 0)
-            try writer.close()
-            let engine = try Engine.open(at: dir, options: Self.options(.none))
+            let engine = try Self.writtenAndReopened(dir, count: 300)
             defer { try? engine.close() }
             let original = Self.value(42, generation: 0)
             #expect(try engine.get(Self.key(42), in: "p") == original)
             let (file, offset, location) = try Self.page(of: 42, engine)
             #expect(try Self.isChecked(42, engine))
-            let handle = try PosixFileSystem().openFile(at: file.path, mode: .readWrite(create: false))
-            defer { try? handle.close() }
             let target = offset + UInt64(Format.pageHeaderLength) + UInt64(location.valueOffset) + 3
-            let byte = try handle.read(at: target, count: 1)
-            try handle.write([byte[0] ^ 0x20], at: target)
+            try Self.flip(0x20, at: target, of: file.path)
             var damaged = original
             damaged[3] ^= 0x20
             #expect(try engine.get(Self.key(42), in: "p") == damaged, "a checked page is not checked again")
