@@ -32,7 +32,7 @@ extension DiskStore {
     /// when the cache does not hold its entity current, so a fetch the cache answers makes no key array.
     @inline(__always)
     func add(_ raw: UnsafeRawBufferPointer, copy: [UInt8]? = nil, to batch: inout FetchBatch) {
-        let probe = cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence)
+        let probe = cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence, firstMiss: batch.firstMiss)
         if probe.current, let box = probe.box {
             batch.slots.append(.entity(box))
             batch.keys.append([])
@@ -58,7 +58,9 @@ extension DiskStore {
             let pending = batch.pending
             var failure: StoreError?
             batch.slots.withUnsafeMutableBufferPointer { slots in
-                do throws(StoreError) { try resolve(keys, slots, pending: pending, in: snapshot) } catch { failure = error }
+                do throws(StoreError) {
+                    try resolve(keys, slots, pending: pending, recheckAdmission: !batch.firstMiss, in: snapshot)
+                } catch { failure = error }
             }
             if let failure { throw failure }
         }
@@ -77,14 +79,15 @@ extension DiskStore {
     static var batchedLookups: Int { 4 }
 
     /// The entity `bytes` holds (the record `handle` of `key`), in a box, offered to the cache when `admit`: its
-    /// probe was made before the batch's other inserts, so the cache checks admission again as it is then (a large
-    /// query must not flush the working set on the strength of the room one probe saw).
-    private func boxedEntity(_ bytes: [UInt8], key: [UInt8], handle: RecordHandle, admit: Bool,
+    /// probe was made before the batch's other inserts, so with `recheckAdmission` the cache checks admission
+    /// again as it is then (a large query must not flush the working set on the strength of the room one probe
+    /// saw; a small query's records are admitted on their first miss, see ``FetchBatch/firstMiss``).
+    private func boxedEntity(_ bytes: [UInt8], key: [UInt8], handle: RecordHandle, admit: Bool, recheckAdmission: Bool,
                              in snapshot: Snapshot) throws(StoreError) -> any AnyObject & Sendable {
         let box = cache.box(try decode(bytes, key: key))
         if admit {
             cache.insert(box, forKey: EntityCacheKey(key), sequence: handle.sequence, at: snapshot.sequence,
-                         recordLength: bytes.count, recheckAdmission: true)
+                         recordLength: bytes.count, recheckAdmission: recheckAdmission)
         }
         return box
     }
@@ -94,7 +97,7 @@ extension DiskStore {
     /// cache does not hold, then each decoded (and offered to the cache) in order. Fewer: each key looked up, read
     /// and decoded in turn, as a one-key fetch does (a batch's arrays cost more than it saves there).
     private func resolve(_ keys: [[UInt8]], _ slots: UnsafeMutableBufferPointer<FetchSlot>, pending: Int,
-                         in snapshot: Snapshot) throws(StoreError) {
+                         recheckAdmission: Bool, in snapshot: Snapshot) throws(StoreError) {
         let batched = pending >= Self.batchedLookups
         var handles: [RecordHandle?] = []
         if batched {
@@ -118,7 +121,8 @@ extension DiskStore {
             } else if !batched {
                 let bytes: [UInt8]
                 do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
-                slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit, in: snapshot))
+                slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit,
+                                                        recheckAdmission: recheckAdmission, in: snapshot))
             } else {
                 slots[i] = .read(admit: probe.admit, handle: h)
                 reads += 1
@@ -144,7 +148,8 @@ extension DiskStore {
                 bytes = values[r]
                 r += 1
             }
-            slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: admit, in: snapshot))
+            slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: admit,
+                                               recheckAdmission: recheckAdmission, in: snapshot))
         }
     }
 
@@ -203,9 +208,13 @@ struct FetchBatch {
     fileprivate var hits = false
     /// The sequence of the snapshot the batch is read from.
     let sequence: UInt64
+    /// Whether the cache admits the batch's records on their first miss, even when full (see
+    /// ``DiskStore/firstMissQueryWindow``); otherwise on their second, as single reads.
+    let firstMiss: Bool
 
-    /// An empty batch for about `capacity` keys, read from the snapshot at `sequence`.
-    init(capacity: Int, at sequence: UInt64) {
+    /// An empty batch for about `capacity` keys, read from the snapshot at `sequence`; `firstMiss` as the property.
+    init(capacity: Int, at sequence: UInt64, firstMiss: Bool = false) {
+        self.firstMiss = firstMiss
         // A query's limit is the caller's: room for a large one is made as keys come.
         let room = min(capacity, 1024)
         slots.reserveCapacity(room)

@@ -224,6 +224,43 @@ struct EntityCacheTests {
         #expect(EntityCacheKey([0, 0]) != EntityCacheKey([0]))
     }
 
+    @Test("once full, the cache keeps a small query's records at their first miss, others' at their second",
+          arguments: [10, DiskStore<Book>.firstMissQueryWindow, DiskStore<Book>.firstMissQueryWindow + 1])
+    func firstMissAdmission(limit: Int) async throws {
+        let temp = try TemporaryStore()
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 48 << 10)
+        _ = try await store.set((0..<600).map { Book.remote($0, "title \($0)", genre: $0 >= 450 ? "late" : "early",
+                                                             pages: $0) })
+        for i in 0..<300 { _ = try store.getNow(.remote(i)) }   // fills the cache with other records
+        let small = limit <= DiskStore<Book>.firstMissQueryWindow
+        // The range walk (ordered by the index) and the equality walk (one term's entries in identifier order).
+        let queries: [(Query<Book>, first: Int)] = [
+            (Query.filter(.pages >= .int(300)).order([.asc(by: .pages)]).with(limit: limit), 300),
+            (Query.filter(.genre == .string("late")).with(limit: limit), 450),
+        ]
+        for (query, first) in queries {
+            var hitsPerRun: [Int] = []
+            for _ in 0..<3 {
+                let before = store.entityCacheStatistics.hits
+                let found = try await store.search(query)
+                #expect(found.entities.map(\.identifier) == (first..<first + limit).map { .remote($0) })
+                hitsPerRun.append(store.entityCacheStatistics.hits - before)
+            }
+            #expect(hitsPerRun[0] == 0, "\(hitsPerRun)")
+            #expect(store.entityCacheStatistics.bytes <= 48 << 10)
+            if small {
+                #expect(hitsPerRun[1] == limit && hitsPerRun[2] == limit, "\(hitsPerRun)")
+            } else {
+                // Admitted on the second miss, as single reads are; the bound then keeps only some of them.
+                #expect(hitsPerRun[1] == 0 && hitsPerRun[2] > 0, "\(hitsPerRun)")
+            }
+        }
+        // Single reads of records the cache does not hold still miss twice.
+        let before = store.entityCacheStatistics.hits
+        for _ in 0..<2 { _ = try store.getNow(.remote(599)) }
+        #expect(store.entityCacheStatistics.hits == before)
+    }
+
     @Test("a cache of 0 bytes keeps nothing")
     func disabled() async throws {
         let temp = try TemporaryStore()
