@@ -41,7 +41,7 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// spread over far more records than fit do not churn it. A small query is usually run again (a continuous
     /// query re-runs on every change, a list screen asks for its page again) and admits at most its window: its
     /// records are kept at once, not decoded a second time first.
-    public static var firstMissQueryWindow: Int { 64 }
+    static var firstMissQueryWindow: Int { 64 }
 
     public var level: StoreLevel { .disk }
 
