@@ -106,7 +106,7 @@ final class CoreManagerStore: BenchStore, Committer {
     }
     static func durableSettings(cached: Bool) -> String {
         "Lucid CoreManager (" + (cached ? "CacheStore" : "DiskStore")
-            + "): syncMode .always, one set(entity) per record"
+            + "): syncMode .always, one set(entity) per record, each writer's sets awaited in turn in one task"
     }
 
     private let path: String
@@ -235,6 +235,15 @@ final class CoreManagerStore: BenchStore, Committer {
         let book = BookEntity(i, .random)
         let manager = self.manager
         _ = try wait { try await manager.set(book) }
+    }
+
+    /// The loop of durable sets in one task, as an async caller makes them: each `set` awaits its commit before
+    /// the next starts.
+    func commitEach(_ records: StrideTo<Int>) throws {
+        let manager = self.manager
+        try wait {
+            for i in records { _ = try await manager.set(BookEntity(i, .random)) }
+        }
     }
 
     func finish() throws {}

@@ -49,8 +49,17 @@ protocol BenchStore: AnyObject {
 protocol Committer: AnyObject {
     /// Commits record `i` (random-order key) alone, durably.
     func commitOne(_ i: Int) throws
+    /// Commits each record of `records` alone, durably, one after the other (``commitOne(_:)`` for each, unless the
+    /// store has a cheaper loop: an async API pays its bridge from the harness's thread once per loop).
+    func commitEach(_ records: StrideTo<Int>) throws
     /// Releases a per-writer handle (no-op for shared ones).
     func finish() throws
+}
+
+extension Committer {
+    func commitEach(_ records: StrideTo<Int>) throws {
+        for i in records { try commitOne(i) }
+    }
 }
 
 extension BenchStore {

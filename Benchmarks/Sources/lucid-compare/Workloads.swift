@@ -197,7 +197,7 @@ struct PhaseRunner {
             let db = try engine.open(at: single, durable: true, records: count)
             let committer = try db.makeCommitter()
             let seconds = try timed {
-                for i in 0..<count { try committer.commitOne(i) }
+                try committer.commitEach(stride(from: 0, to: count, by: 1))
             }
             try committer.finish()
             let stored = try db.scanAll().count
@@ -223,7 +223,7 @@ struct PhaseRunner {
                 let thread = Thread {
                     start.wait()
                     do {
-                        for i in stride(from: w, to: count, by: writers) { try committer.commitOne(i) }
+                        try committer.commitEach(stride(from: w, to: count, by: writers))
                     } catch {
                         errors.record(error)
                     }
