@@ -94,8 +94,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
     }
 
-    /// Whether the entity cache admits the records of a query reading at most `window` of them on their first
-    /// miss (``DiskStore/firstMissQueryWindow``).
+    /// Whether the entity cache admits the records of a query reading at most `window` of them (its window, or
+    /// the keys it fetches) on their first miss (``DiskStore/firstMissQueryWindow``).
     @inline(__always)
     private func admitsFirstMiss(_ window: Int?) -> Bool {
         window.map { $0 <= DiskStore<E>.firstMissQueryWindow } ?? false
@@ -147,8 +147,9 @@ struct DiskQueryPlanner<E: LocalEntity> {
         return (try store.entities(of: picked, in: snapshot), inResultOrder)
     }
 
+    /// The entities of `keys` (a query reading these records, all of them).
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
-        try store.fetch(keys, in: snapshot)
+        try store.fetch(keys, in: snapshot, firstMiss: admitsFirstMiss(keys.count))
     }
 
     /// The records of the keyspace in key order (descending when `reverse`), decoded, at most `limit` of them,

@@ -21,9 +21,9 @@ extension DiskStore {
     /// read, the engine's first (lookups, then reads), then the first record in order that does not decode; with
     /// fewer, each key's in order, as one-key fetches meet them. Probes all come first, so a key repeated in one
     /// call is read (and decoded) once per occurrence (no caller repeats one). A ``FetchBatch`` filled with
-    /// `keys` and read by ``entities(of:in:)``.
-    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot) throws(StoreError) -> [E] {
-        var batch = FetchBatch(capacity: keys.count, at: snapshot.sequence)
+    /// `keys` and read by ``entities(of:in:)``; `firstMiss` as ``FetchBatch/firstMiss``.
+    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot, firstMiss: Bool = false) throws(StoreError) -> [E] {
+        var batch = FetchBatch(capacity: keys.count, at: snapshot.sequence, firstMiss: firstMiss)
         for key in keys { key.withUnsafeBytes { add($0, copy: key, to: &batch) } }
         return try entities(of: batch, in: snapshot)
     }

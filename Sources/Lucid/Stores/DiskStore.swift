@@ -36,7 +36,8 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// The default bound of the decoded-entity cache: 8 MiB of records.
     public static var defaultEntityCacheBytes: Int { 8 << 20 }
 
-    /// The largest window (offset + limit) of a query whose records the entity cache admits on their first miss.
+    /// The most records a query may read (its window, offset + limit, when it walks an index or the keys in
+    /// order; else the candidates it fetches) for the entity cache to admit them on their first miss.
     /// Other reads are admitted on their second miss once the cache is full (see ``EntityCache``), so that reads
     /// spread over far more records than fit do not churn it. A small query is usually run again (a continuous
     /// query re-runs on every change, a list screen asks for its page again) and admits at most its window: its

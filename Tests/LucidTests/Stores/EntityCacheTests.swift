@@ -228,15 +228,18 @@ struct EntityCacheTests {
           arguments: [10, DiskStore<Book>.firstMissQueryWindow, DiskStore<Book>.firstMissQueryWindow + 1])
     func firstMissAdmission(limit: Int) async throws {
         let temp = try TemporaryStore()
-        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 48 << 10)
-        _ = try await store.set((0..<600).map { Book.remote($0, "title \($0)", genre: $0 >= 450 ? "late" : "early",
+        let capacity = 64 << 10
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: capacity)
+        _ = try await store.set((0..<800).map { Book.remote($0, "title \($0)", genre: $0 >= 500 ? "late" : "early",
                                                              pages: $0) })
-        for i in 0..<300 { _ = try store.getNow(.remote(i)) }   // fills the cache with other records
+        for i in 0..<400 { _ = try store.getNow(.remote(i)) }   // fills the cache with other records
         let small = limit <= DiskStore<Book>.firstMissQueryWindow
-        // The range walk (ordered by the index) and the equality walk (one term's entries in identifier order).
+        // Each plan that reads a window: the range walk (ordered by the index), the equality walk (one term's
+        // entries in identifier order), and the candidate keys sorted and fetched (ordered by identifier).
         let queries: [(Query<Book>, first: Int)] = [
-            (Query.filter(.pages >= .int(300)).order([.asc(by: .pages)]).with(limit: limit), 300),
-            (Query.filter(.genre == .string("late")).with(limit: limit), 450),
+            (Query.filter(.pages >= .int(400)).order([.asc(by: .pages)]).with(limit: limit), 400),
+            (Query.filter(.genre == .string("late")).with(limit: limit), 500),
+            (Query.filter(.pages >= .int(600)).with(limit: limit), 600),
         ]
         for (query, first) in queries {
             var hitsPerRun: [Int] = []
@@ -246,18 +249,19 @@ struct EntityCacheTests {
                 #expect(found.entities.map(\.identifier) == (first..<first + limit).map { .remote($0) })
                 hitsPerRun.append(store.entityCacheStatistics.hits - before)
             }
-            #expect(hitsPerRun[0] == 0, "\(hitsPerRun)")
-            #expect(store.entityCacheStatistics.bytes <= 48 << 10)
+            #expect(hitsPerRun[0] == 0, "\(first): \(hitsPerRun)")
+            #expect(store.entityCacheStatistics.bytes <= capacity)
             if small {
-                #expect(hitsPerRun[1] == limit && hitsPerRun[2] == limit, "\(hitsPerRun)")
+                #expect(hitsPerRun[1] == limit && hitsPerRun[2] == limit, "\(first): \(hitsPerRun)")
             } else {
-                // Admitted on the second miss, as single reads are; the bound then keeps only some of them.
-                #expect(hitsPerRun[1] == 0 && hitsPerRun[2] > 0, "\(hitsPerRun)")
+                // Admitted on the second miss, as single reads are (the filter of keys that missed answers "missed
+                // before" for a few keys it never saw: their hashes share a bit with one it did).
+                #expect(hitsPerRun[1] <= limit / 8 && hitsPerRun[2] > limit / 4, "\(first): \(hitsPerRun)")
             }
         }
         // Single reads of records the cache does not hold still miss twice.
         let before = store.entityCacheStatistics.hits
-        for _ in 0..<2 { _ = try store.getNow(.remote(599)) }
+        for _ in 0..<2 { _ = try store.getNow(.remote(799)) }
         #expect(store.entityCacheStatistics.hits == before)
     }
 
