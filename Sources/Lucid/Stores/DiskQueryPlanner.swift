@@ -35,7 +35,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
             // One term's index entries (term ‖ primary key) are in primary-key order: the window is the first
             // `window` of them, with no key set to build and sort. Each key goes from the index to the cache's
             // probe as it is met (no array per key the cache answers).
-            var batch = FetchBatch(capacity: query.limit ?? 16, at: snapshot.sequence, firstMiss: admitsFirstMiss(window))
+            var batch = FetchBatch(capacity: query.limit ?? 16, at: snapshot.sequence, query: true)
             snapshot.forEachKey(matching: IndexQuery(keyspace: keyspace, index: comparison.index,
                                                      condition: condition(.equalTo, comparison.value),
                                                      reverse: !ascending, offset: offset, limit: query.limit)) { key in
@@ -94,13 +94,6 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
     }
 
-    /// Whether the entity cache admits the records of a query reading at most `window` of them (its window, or
-    /// the keys it fetches) on their first miss (``DiskStore/firstMissQueryWindow``).
-    @inline(__always)
-    private func admitsFirstMiss(_ window: Int?) -> Bool {
-        window.map { $0 <= DiskStore<E>.firstMissQueryWindow } ?? false
-    }
-
     /// Whether every record of the keyspace has exactly one term in index `name` (as many entries as records:
     /// the store writes at least one term per index name for every entity, a `null` one for an absent value).
     /// Then walking only the entries a condition matches meets each matching record at its sort key.
@@ -121,7 +114,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
         // With one term per record, the walk meets each record once: no set of the keys met is needed.
         let distinct = isSingleTerm(name)
         // Each key picked goes from the index to the cache's probe as it is met (copied only when needed).
-        var picked = FetchBatch(capacity: window, at: snapshot.sequence, firstMiss: admitsFirstMiss(window))
+        var picked = FetchBatch(capacity: window, at: snapshot.sequence, query: true)
         var boundary: IndexValue?
         // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
         // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
@@ -147,9 +140,9 @@ struct DiskQueryPlanner<E: LocalEntity> {
         return (try store.entities(of: picked, in: snapshot), inResultOrder)
     }
 
-    /// The entities of `keys` (a query reading these records, all of them).
+    /// The entities of `keys`, read for the query (see ``DiskStore/firstMissQueryWindow``).
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
-        try store.fetch(keys, in: snapshot, firstMiss: admitsFirstMiss(keys.count))
+        try store.fetch(keys, in: snapshot, query: true)
     }
 
     /// The records of the keyspace in key order (descending when `reverse`), decoded, at most `limit` of them,

@@ -21,9 +21,9 @@ extension DiskStore {
     /// read, the engine's first (lookups, then reads), then the first record in order that does not decode; with
     /// fewer, each key's in order, as one-key fetches meet them. Probes all come first, so a key repeated in one
     /// call is read (and decoded) once per occurrence (no caller repeats one). A ``FetchBatch`` filled with
-    /// `keys` and read by ``entities(of:in:)``; `firstMiss` as ``FetchBatch/firstMiss``.
-    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot, firstMiss: Bool = false) throws(StoreError) -> [E] {
-        var batch = FetchBatch(capacity: keys.count, at: snapshot.sequence, firstMiss: firstMiss)
+    /// `keys` and read by ``entities(of:in:)``; `query` as ``FetchBatch/query``.
+    func fetch(_ keys: [[UInt8]], in snapshot: Snapshot, query: Bool = false) throws(StoreError) -> [E] {
+        var batch = FetchBatch(capacity: keys.count, at: snapshot.sequence, query: query)
         for key in keys { key.withUnsafeBytes { add($0, copy: key, to: &batch) } }
         return try entities(of: batch, in: snapshot)
     }
@@ -32,7 +32,7 @@ extension DiskStore {
     /// when the cache does not hold its entity current, so a fetch the cache answers makes no key array.
     @inline(__always)
     func add(_ raw: UnsafeRawBufferPointer, copy: [UInt8]? = nil, to batch: inout FetchBatch) {
-        let probe = cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence, firstMiss: batch.firstMiss)
+        let probe = cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence)
         if probe.current, let box = probe.box {
             batch.slots.append(.entity(box))
             batch.keys.append([])
@@ -56,10 +56,12 @@ extension DiskStore {
         if batch.pending > 0 {
             let keys = batch.keys
             let pending = batch.pending
+            // A small query's misses are admitted at once (see `firstMissQueryWindow`), when they fit easily.
+            let firstMiss = batch.query && batch.count <= Self.firstMissQueryWindow && cache.admitsAtOnce(pending)
             var failure: StoreError?
             batch.slots.withUnsafeMutableBufferPointer { slots in
                 do throws(StoreError) {
-                    try resolve(keys, slots, pending: pending, recheckAdmission: !batch.firstMiss, in: snapshot)
+                    try resolve(keys, slots, pending: pending, firstMiss: firstMiss, in: snapshot)
                 } catch { failure = error }
             }
             if let failure { throw failure }
@@ -81,7 +83,7 @@ extension DiskStore {
     /// The entity `bytes` holds (the record `handle` of `key`), in a box, offered to the cache when `admit`: its
     /// probe was made before the batch's other inserts, so with `recheckAdmission` the cache checks admission
     /// again as it is then (a large query must not flush the working set on the strength of the room one probe
-    /// saw; a small query's records are admitted on their first miss, see ``FetchBatch/firstMiss``).
+    /// saw; a small query's misses, admitted at once, are not rechecked).
     private func boxedEntity(_ bytes: [UInt8], key: [UInt8], handle: RecordHandle, admit: Bool, recheckAdmission: Bool,
                              in snapshot: Snapshot) throws(StoreError) -> any AnyObject & Sendable {
         let box = cache.box(try decode(bytes, key: key))
@@ -96,8 +98,9 @@ extension DiskStore {
     /// `.absent`. From ``batchedLookups`` pending keys on: one lookup of all their keys, one read of the records the
     /// cache does not hold, then each decoded (and offered to the cache) in order. Fewer: each key looked up, read
     /// and decoded in turn, as a one-key fetch does (a batch's arrays cost more than it saves there).
+    /// With `firstMiss`, every record read is offered to the cache and admitted as it is, not rechecked.
     private func resolve(_ keys: [[UInt8]], _ slots: UnsafeMutableBufferPointer<FetchSlot>, pending: Int,
-                         recheckAdmission: Bool, in snapshot: Snapshot) throws(StoreError) {
+                         firstMiss: Bool, in snapshot: Snapshot) throws(StoreError) {
         let batched = pending >= Self.batchedLookups
         var handles: [RecordHandle?] = []
         if batched {
@@ -121,10 +124,10 @@ extension DiskStore {
             } else if !batched {
                 let bytes: [UInt8]
                 do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
-                slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit,
-                                                        recheckAdmission: recheckAdmission, in: snapshot))
+                slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: probe.admit || firstMiss,
+                                                   recheckAdmission: !firstMiss, in: snapshot))
             } else {
-                slots[i] = .read(admit: probe.admit, handle: h)
+                slots[i] = .read(admit: probe.admit || firstMiss, handle: h)
                 reads += 1
             }
         }
@@ -149,7 +152,7 @@ extension DiskStore {
                 r += 1
             }
             slots[i] = .entity(try boxedEntity(bytes, key: keys[i], handle: handle, admit: admit,
-                                               recheckAdmission: recheckAdmission, in: snapshot))
+                                               recheckAdmission: !firstMiss, in: snapshot))
         }
     }
 
@@ -208,13 +211,13 @@ struct FetchBatch {
     fileprivate var hits = false
     /// The sequence of the snapshot the batch is read from.
     let sequence: UInt64
-    /// Whether the cache admits the batch's records on their first miss, even when full (see
-    /// ``DiskStore/firstMissQueryWindow``); otherwise on their second, as single reads.
-    let firstMiss: Bool
+    /// Whether the batch is a query's read: when it holds at most ``DiskStore/firstMissQueryWindow`` keys, the
+    /// cache admits its records on their first miss, even when full; otherwise on their second, as single reads.
+    let query: Bool
 
-    /// An empty batch for about `capacity` keys, read from the snapshot at `sequence`; `firstMiss` as the property.
-    init(capacity: Int, at sequence: UInt64, firstMiss: Bool = false) {
-        self.firstMiss = firstMiss
+    /// An empty batch for about `capacity` keys, read from the snapshot at `sequence`; `query` as the property.
+    init(capacity: Int, at sequence: UInt64, query: Bool = false) {
+        self.query = query
         // A query's limit is the caller's: room for a large one is made as keys come.
         let room = min(capacity, 1024)
         slots.reserveCapacity(room)

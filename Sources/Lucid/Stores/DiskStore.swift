@@ -36,12 +36,13 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// The default bound of the decoded-entity cache: 8 MiB of records.
     public static var defaultEntityCacheBytes: Int { 8 << 20 }
 
-    /// The most records a query may read (its window, offset + limit, when it walks an index or the keys in
-    /// order; else the candidates it fetches) for the entity cache to admit them on their first miss.
-    /// Other reads are admitted on their second miss once the cache is full (see ``EntityCache``), so that reads
-    /// spread over far more records than fit do not churn it. A small query is usually run again (a continuous
-    /// query re-runs on every change, a list screen asks for its page again) and admits at most its window: its
-    /// records are kept at once, not decoded a second time first.
+    /// The most records a query may read for the entity cache to admit the ones it misses at once, when they take
+    /// at most an eighth of its bound (by the entries' average cost). Other reads are admitted on their second miss
+    /// once the cache is full (see ``EntityCache``), so that reads spread over far more records than fit do not
+    /// churn it. A small query is usually run again (a continuous query re-runs on every change, a list screen
+    /// asks for its page again): its records are kept at once, not decoded a second time first. The trade: a
+    /// reader paging through a whole keyspace in small queries churns the cache as reads of single records would
+    /// without the rule.
     static var firstMissQueryWindow: Int { 64 }
 
     public var level: StoreLevel { .disk }

@@ -30,12 +30,13 @@ final class EntityCache<E: LocalEntity>: Sendable {
         table.probe(key, at: snapshot)
     }
 
-    /// ``probe(_:at:)`` of the key `raw`, whose ``EntityCacheKey/hash(_:)`` is `hash`, without a key array; with
-    /// `firstMiss`, a miss is admitted at once (see ``EntityCacheTable/probe(_:hash:at:firstMiss:)``).
-    func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64,
-               firstMiss: Bool = false) -> EntityCacheTable.Probe {
-        table.probe(raw, hash: hash, at: snapshot, firstMiss: firstMiss)
+    /// ``probe(_:at:)`` of the key `raw`, whose ``EntityCacheKey/hash(_:)`` is `hash`, without a key array.
+    func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> EntityCacheTable.Probe {
+        table.probe(raw, hash: hash, at: snapshot)
     }
+
+    /// Whether a batch of `count` misses may be admitted at once (``EntityCacheTable/admitsAtOnce(_:)``).
+    func admitsAtOnce(_ count: Int) -> Bool { table.admitsAtOnce(count) }
 
     /// Records that a lookup in the snapshot at `snapshot` found the probed entry's record (``probe(_:at:)``).
     func confirm(_ key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64) {

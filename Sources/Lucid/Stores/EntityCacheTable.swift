@@ -11,8 +11,8 @@ import Synchronization
 /// - Admission: while the entries fill less than the bound, every miss is admitted. Once full, a miss is
 ///   admitted only if its key missed before: a 65,536-bit filter of the keys that missed (a bit per key hash),
 ///   cleared every 16,384 keys noted. Reads spread over many more records than fit then neither pay the
-///   insertion and eviction on each miss nor push out entries read again and again. A probe may ask for its
-///   miss to be admitted at once (`firstMiss`): a small query's records (see ``DiskStore/firstMissQueryWindow``).
+///   insertion and eviction on each miss nor push out entries read again and again. A caller may admit a small
+///   batch's misses at once (``admitsAtOnce(_:)``; see ``DiskStore/firstMissQueryWindow``).
 final class EntityCacheTable: Sendable {
     /// What an entry costs besides its record and key bytes: the slot, the index entry, the key's header.
     static var entryOverhead: Int { 96 }
@@ -74,13 +74,12 @@ final class EntityCacheTable: Sendable {
     }
 
     /// ``probe(_:at:)`` of the key `raw`, whose ``EntityCacheKey/hash(_:)`` is `hash`: no key array needed.
-    /// With `firstMiss`, a miss is admitted even when the cache is full and the key did not miss before.
-    func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64, firstMiss: Bool = false) -> Probe {
+    func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> Probe {
         guard capacityBytes > 0 else { return Probe() }
         return storage.withLock { s in
             guard let i = Self.find(raw, hash: hash, in: s) else {
                 s.misses += 1
-                return Probe(admit: firstMiss || Self.admits(hash, &s, capacity: capacityBytes))
+                return Probe(admit: Self.admits(hash, &s, capacity: capacityBytes))
             }
             let current = s.slots[i].seenFrom <= snapshot && snapshot <= s.slots[i].seenTo
             if current {
@@ -89,6 +88,18 @@ final class EntityCacheTable: Sendable {
             }
             // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
             return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
+        }
+    }
+
+    /// Whether `count` entries of the average cost take at most an eighth of the bound: a batch that small may
+    /// have its misses admitted at once, without the second-miss rule, and still cannot flush the cache.
+    /// - Complexity: O(1), one hold of the lock.
+    func admitsAtOnce(_ count: Int) -> Bool {
+        guard capacityBytes > 0 else { return false }
+        return storage.withLock { s in
+            let average = s.index.count == 0 ? 0 : s.bytes / s.index.count
+            let (total, overflow) = count.multipliedReportingOverflow(by: average)
+            return !overflow && total <= capacityBytes / 8
         }
     }
 
@@ -144,8 +155,7 @@ final class EntityCacheTable: Sendable {
     /// Keeps `box` for `key` (decoded from commit `sequence`, found in the snapshot at sequence `snapshot`,
     /// counting `cost` bytes), unless the entry for `key` comes from a later commit; evicts until it fits. With
     /// `recheckAdmission`, a key without an entry is admitted again by the cache as it is now (for a probe made
-    /// before other inserts: a batch probes all its keys first, and the room one probe saw is not there for all;
-    /// a probe made with `firstMiss` is not rechecked).
+    /// before other inserts: a batch probes all its keys first, and the room one probe saw is not there for all).
     func insert(_ box: any AnyObject & Sendable, forKey key: EntityCacheKey, sequence: UInt64, at snapshot: UInt64,
                 cost: Int, recheckAdmission: Bool = false) {
         // The eviction below ends only if the new entry fits once every other entry is gone.

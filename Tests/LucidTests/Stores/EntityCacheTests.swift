@@ -224,45 +224,88 @@ struct EntityCacheTests {
         #expect(EntityCacheKey([0, 0]) != EntityCacheKey([0]))
     }
 
+    /// A store of 3,000 books whose entity cache (256 KiB) is full of books 0..<1500; books from 2000 on are of
+    /// genre "late".
+    private static func fullCache() async throws -> (TemporaryStore, DiskStore<Book>, capacity: Int) {
+        let temp = try TemporaryStore()
+        let capacity = 256 << 10
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: capacity)
+        _ = try await store.set((0..<3000).map { Book.remote($0, "title \($0)", genre: $0 >= 2000 ? "late" : "early",
+                                                              pages: $0) })
+        for i in 0..<1500 { _ = try store.getNow(.remote(i)) }
+        let stats = store.entityCacheStatistics
+        #expect(stats.entries < 1500 && stats.bytes > capacity * 3 / 4, "the cache must be full: \(stats)")
+        return (temp, store, capacity)
+    }
+
+    /// The hits of each of `runs` runs of `query`.
+    private static func hits(_ query: Query<Book>, _ store: DiskStore<Book>, runs: Int = 3,
+                             expecting: [Book.Identifier]? = nil) async throws -> [Int] {
+        var hits: [Int] = []
+        for _ in 0..<runs {
+            let before = store.entityCacheStatistics.hits
+            let found = try await store.search(query)
+            if let expecting { #expect(found.entities.map(\.identifier) == expecting) }
+            hits.append(store.entityCacheStatistics.hits - before)
+        }
+        return hits
+    }
+
     @Test("once full, the cache keeps a small query's records at their first miss, others' at their second",
           arguments: [10, DiskStore<Book>.firstMissQueryWindow, DiskStore<Book>.firstMissQueryWindow + 1])
     func firstMissAdmission(limit: Int) async throws {
-        let temp = try TemporaryStore()
-        let capacity = 64 << 10
-        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: capacity)
-        _ = try await store.set((0..<800).map { Book.remote($0, "title \($0)", genre: $0 >= 500 ? "late" : "early",
-                                                             pages: $0) })
-        for i in 0..<400 { _ = try store.getNow(.remote(i)) }   // fills the cache with other records
+        let (temp, store, capacity) = try await Self.fullCache()
+        _ = temp
         let small = limit <= DiskStore<Book>.firstMissQueryWindow
         // Each plan that reads a window: the range walk (ordered by the index), the equality walk (one term's
-        // entries in identifier order), and the candidate keys sorted and fetched (ordered by identifier).
+        // entries in identifier order, after an offset), and the candidate keys sorted and fetched (ordered by
+        // identifier).
         let queries: [(Query<Book>, first: Int)] = [
-            (Query.filter(.pages >= .int(400)).order([.asc(by: .pages)]).with(limit: limit), 400),
-            (Query.filter(.genre == .string("late")).with(limit: limit), 500),
-            (Query.filter(.pages >= .int(600)).with(limit: limit), 600),
+            (Query.filter(.pages >= .int(1500)).order([.asc(by: .pages)]).with(limit: limit), 1500),
+            (Query.filter(.genre == .string("late")).with(offset: 100).with(limit: limit), 2100),
+            (Query.filter(.pages >= .int(2500)).with(limit: limit), 2500),
         ]
         for (query, first) in queries {
-            var hitsPerRun: [Int] = []
-            for _ in 0..<3 {
-                let before = store.entityCacheStatistics.hits
-                let found = try await store.search(query)
-                #expect(found.entities.map(\.identifier) == (first..<first + limit).map { .remote($0) })
-                hitsPerRun.append(store.entityCacheStatistics.hits - before)
-            }
-            #expect(hitsPerRun[0] == 0, "\(first): \(hitsPerRun)")
+            let hits = try await Self.hits(query, store, expecting: (first..<first + limit).map { .remote($0) })
+            #expect(hits[0] == 0, "\(first): \(hits)")
             #expect(store.entityCacheStatistics.bytes <= capacity)
             if small {
-                #expect(hitsPerRun[1] == limit && hitsPerRun[2] == limit, "\(first): \(hitsPerRun)")
+                #expect(hits[1] == limit && hits[2] == limit, "\(first): \(hits)")
             } else {
                 // Admitted on the second miss, as single reads are (the filter of keys that missed answers "missed
                 // before" for a few keys it never saw: their hashes share a bit with one it did).
-                #expect(hitsPerRun[1] <= limit / 8 && hitsPerRun[2] > limit / 4, "\(first): \(hitsPerRun)")
+                #expect(hits[1] <= limit / 8 && hits[2] > limit / 4, "\(first): \(hits)")
             }
         }
-        // Single reads of records the cache does not hold still miss twice.
+        // Single reads of records the cache does not hold still miss twice (but for the filter's few false hits).
         let before = store.entityCacheStatistics.hits
-        for _ in 0..<2 { _ = try store.getNow(.remote(799)) }
-        #expect(store.entityCacheStatistics.hits == before)
+        for i in 2800..<2820 { for _ in 0..<2 { _ = try store.getNow(.remote(i)) } }
+        #expect(store.entityCacheStatistics.hits - before <= 3)
+    }
+
+    @Test("a small query that collects more records than its window (ties at the boundary) is not admitted at once")
+    func firstMissAdmissionCountsRecordsRead() async throws {
+        let (temp, store, _) = try await Self.fullCache()
+        _ = temp
+        // Books 2900..<3000, descending by genre: all are "late", so all 100 tie at the boundary and are collected
+        // for the final sort (more than the window and than `firstMissQueryWindow`, few enough bytes to fit at once).
+        let query = Query<Book>.filter(.pages >= .int(2900)).order([.desc(by: .genre)]).with(limit: 10)
+        let hits = try await Self.hits(query, store, runs: 2)
+        #expect(hits[1] <= 100 / 8, "\(hits)")
+        #expect(try await store.search(query).entities.count == 10)
+    }
+
+    @Test("a small query of records too large to take at once (over an eighth of the bound) waits for a second miss")
+    func firstMissAdmissionBoundsBytes() async throws {
+        let temp = try TemporaryStore()
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 16 << 10)
+        let long = String(repeating: "x", count: 1000)   // (an index term is at most 1 KiB)
+        _ = try await store.set((0..<200).map { Book.remote($0, "\(long) \($0)", pages: $0) })
+        for i in 0..<100 { _ = try store.getNow(.remote(i)) }   // 1 KB records: full after 14
+        // 10 records of about 1 KB: more than 2 KiB.
+        let query = Query<Book>.filter(.pages >= .int(150)).order([.asc(by: .pages)]).with(limit: 10)
+        let hits = try await Self.hits(query, store, expecting: (150..<160).map { .remote($0) })
+        #expect(hits[0] == 0 && hits[1] <= 1 && hits[2] >= 5, "\(hits)")
     }
 
     @Test("a cache of 0 bytes keeps nothing")
