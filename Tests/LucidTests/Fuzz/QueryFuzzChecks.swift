@@ -20,7 +20,8 @@ public struct QueryCheckFailure: Error, CustomStringConvertible {
 /// including regex patterns taken verbatim from them (the only text the query layer parses). Checks:
 /// - nothing traps, whatever the pattern;
 /// - the disk store (an engine on the in-memory FaultFileSystem) answers every query exactly as the query
-///   evaluated in memory over a model of what was written (same entities in the same order, same groups), or
+///   evaluated in memory over a model of what was written (the same entities, every field, in the same order, as
+///   many groups), with its entity cache off, tiny or the default (by the input's length), or
 ///   both refuse it as an invalid query;
 /// - the engine verifies clean at the end.
 public enum QueryChecks {
@@ -34,6 +35,12 @@ public enum QueryChecks {
         public var tags: [String]
 
         public enum IndexName: String, EntityIndexName { case name, group, score, rank, tags }
+
+        /// Whether `other` holds the same values, the score's bits included (NaN and -0.0 are among the scores).
+        func sameFields(as other: Item) -> Bool {
+            identifier.storageKey == other.identifier.storageKey && name == other.name && group == other.group
+                && score.bitPattern == other.score.bitPattern && rank == other.rank && tags == other.tags
+        }
 
         public func entityIndexValue(for indexName: IndexName) -> EntityIndexValue {
             switch indexName {
@@ -128,7 +135,10 @@ public enum QueryChecks {
         options.autoCompaction = nil
         let engine = try Engine.open(at: "/query", options: options)
         defer { try? engine.close() }
-        let disk = DiskStore<Item>(engine: engine)
+        // The entity cache off, tiny (full after a few items, so its admission rules run: second miss, a small
+        // query's first miss, the recheck of a large one) or the default, by the input's length (no byte read, so
+        // saved inputs keep their meaning).
+        let disk = DiskStore<Item>(engine: engine, entityCacheBytes: [0, 2 << 10, DiskStore<Item>.defaultEntityCacheBytes][bytes.count % 3])
         let model = InMemoryStore<Item>()
         var steps = 0
         while !r.isAtEnd && steps < 32 {
@@ -152,7 +162,8 @@ public enum QueryChecks {
                     continue
                 case (.success(let e), .success(let a)):
                     let ek = e.entities.map(\.identifier.storageKey), ak = a.entities.map(\.identifier.storageKey)
-                    guard ek == ak, e.groupKeys.count == a.groupKeys.count else {
+                    guard ek == ak, e.groupKeys.count == a.groupKeys.count,
+                          zip(e.entities, a.entities).allSatisfy({ $0.sameFields(as: $1) }) else {
                         let stored = (try? disk.searchNow(.all).entities.map(\.identifier)) ?? []
                         throw QueryCheckFailure("disk \(ak) != reference \(ek) for \(q); "
                                                 + "model holds \(everything.map(\.identifier)), disk \(stored)")
@@ -198,7 +209,7 @@ extension QueryChecks.Item: EntityTypeIdentifying {}
 @Suite("Fuzz FailCases replay (queries)")
 struct QueryFailCasesReplayTests {
     @Test("saved and generated programs: disk answers equal the reference")
-    func replay() throws {
+    func replay() async throws {
         var inputs = QueryChecks.seeds().map(\.bytes)
         for folder in ["FailCases", "Corpus"] {
             let dir = LucidFailCasesReplayTests.fuzzDirectory.appendingPathComponent(folder).appendingPathComponent("FuzzQuery")
@@ -206,9 +217,30 @@ struct QueryFailCasesReplayTests {
                 inputs.append(try [UInt8](Data(contentsOf: dir.appendingPathComponent(name))))
             }
         }
-        for (i, bytes) in inputs.enumerated() {
-            do { try QueryChecks.check(bytes) } catch { Issue.record("input \(i): \(error)") }
+        await Self.check(inputs, "input")
+    }
+
+    @Test("random programs: disk answers equal the reference with the entity cache off, tiny and default")
+    func randomPrograms() async throws {
+        var rng = SplitMix64(seed: 21)
+        // Lengths cycle through the three cache sizes the check picks by length.
+        let inputs = (0..<300).map { program in (0..<(150 + program)).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+        await Self.check(inputs, "program")
+    }
+
+    /// Runs the check on each input on a thread of its own: the check blocks its thread on each store call (as the
+    /// fuzz entry point does), which on a thread of the concurrency pool could starve the tasks it waits for.
+    private static func check(_ inputs: [[UInt8]], _ what: String) async {
+        let failures = await withCheckedContinuation { (done: CheckedContinuation<[String], Never>) in
+            Thread {
+                var failures: [String] = []
+                for (i, bytes) in inputs.enumerated() {
+                    do { try QueryChecks.check(bytes) } catch { failures.append("\(what) \(i): \(error)") }
+                }
+                done.resume(returning: failures)
+            }.start()
         }
+        for failure in failures { Issue.record(Comment(rawValue: failure)) }
     }
 }
 #endif
