@@ -1,5 +1,5 @@
 import Foundation
-import LucidEngine
+@_spi(Fuzzing) import LucidEngine
 import LucidEngineTestSupport
 import Testing
 
@@ -92,7 +92,11 @@ struct DamageTests {
         try CLI.withTemporaryDirectory { dir in
             try CLI.makeStore(dir, count: 10)
             for slot in ["MANIFEST-0", "MANIFEST-1"] where FileManager.default.fileExists(atPath: dir + "/" + slot) {
-                try CorruptionHelpers.setByte(path: dir + "/" + slot, offset: 8, value: 99)
+                // A newer version, written as a newer engine would: its checksum holds (a version byte damaged
+                // under the old checksum reads as damage instead).
+                var bytes = try CorruptionHelpers.readFile(path: dir + "/" + slot)
+                bytes[8] = 99
+                try CorruptionHelpers.writeFile(path: dir + "/" + slot, bytes: FuzzingSupport.withValidManifestChecksum(bytes))
             }
             for arguments in [["stats", dir], ["verify", dir], ["dump", dir], ["compact", dir], ["import", dir, "-"]] {
                 let run = try CLI.run(arguments)

@@ -70,7 +70,9 @@ struct Manifest: Sendable, Hashable {
         case valid(Manifest)
     }
 
-    /// Decodes a slot's bytes. Throws only for a newer format version; any other damage is `.invalid`.
+    /// Decodes a slot's bytes. Throws only for a newer format version in a slot whose checksum holds (every
+    /// version keeps the slot's framing: docs/FORMAT.md); any other damage, a damaged version field included, is
+    /// `.invalid`.
     static func decode(_ bytes: [UInt8], file: String) throws -> SlotState {
         if bytes.isEmpty { return .invalid("empty") }
         return try bytes.withUnsafeBytes { raw -> SlotState in
@@ -78,11 +80,6 @@ struct Manifest: Sendable, Hashable {
             guard raw.count >= Format.manifestHeaderLength + 4 else { return .invalid("truncated") }
             guard r.bytes(8) == Format.manifestMagic else { return .invalid("bad magic") }
             let version = r.u32()!
-            if version > Format.formatVersion {
-                throw LucidError(code: .unsupportedFormatVersion,
-                                 message: "manifest format version \(version) is newer than \(Format.formatVersion)",
-                                 file: file, offset: 8)
-            }
             let bodyLength = Int(r.u32()!)
             guard bodyLength <= Format.manifestMaxBodyLength,
                   raw.count >= Format.manifestHeaderLength + bodyLength + 4 else { return .invalid("truncated body") }
@@ -91,6 +88,13 @@ struct Manifest: Sendable, Hashable {
             let stored = raw.loadUnaligned(fromByteOffset: end, as: UInt32.self).littleEndian
             guard CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<end]))) == stored else {
                 return .invalid("checksum mismatch")
+            }
+            // Checked after the checksum: a damaged stale slot whose version bytes read as a newer version must not
+            // make a store with a valid newest slot unopenable.
+            if version > Format.formatVersion {
+                throw LucidError(code: .unsupportedFormatVersion,
+                                 message: "manifest format version \(version) is newer than \(Format.formatVersion)",
+                                 file: file, offset: 8)
             }
             guard version >= 1 else { return .invalid("format version 0") }
             var body = ByteReader(UnsafeRawBufferPointer(rebasing: raw[Format.manifestHeaderLength..<end]))

@@ -40,16 +40,18 @@ struct SegmentHeader: Sendable, Hashable {
                 throw LucidError.corruption("not a segment: bad magic", file: file, offset: 0)
             }
             let version = r.u32()!
-            if version > Format.formatVersion {
-                throw LucidError(code: .unsupportedFormatVersion,
-                                 message: "segment format version \(version) is newer than \(Format.formatVersion)",
-                                 file: file, offset: 8)
-            }
             let headerLength = r.u32()!
             let stored = raw.loadUnaligned(fromByteOffset: Format.segmentHeaderCRCOffset, as: UInt32.self).littleEndian
             let actual = CRC32C.mask(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<Format.segmentHeaderCRCOffset])))
             guard stored == actual else {
                 throw LucidError.corruption("segment header checksum mismatch", file: file, offset: 0)
+            }
+            // After the checksum (every version keeps the header's framing: docs/FORMAT.md), so that damaged version
+            // bytes read as the corruption they are, not as a newer format.
+            if version > Format.formatVersion {
+                throw LucidError(code: .unsupportedFormatVersion,
+                                 message: "segment format version \(version) is newer than \(Format.formatVersion)",
+                                 file: file, offset: 8)
             }
             guard version >= 1, headerLength == UInt32(Format.segmentHeaderLength) else {
                 throw LucidError.corruption("segment header has version \(version), length \(headerLength)", file: file, offset: 8)

@@ -200,6 +200,37 @@ struct ManifestTests {
         }
     }
 
+    @Test("damaged version bytes (the checksum no longer holds) in the older manifest slot: it is ignored, and the store opens whole")
+    func olderSlotVersionBytesDamaged() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let (model, _) = try Self.makeRolledStore(dir, extra: 1, seed: 9)
+            let newest = try EngineTest.newestManifestSlot(dir)
+            let older = Format.manifestSlotNames.map { dir + "/" + $0 }.first { $0 != newest.path }!
+            var bytes = try EngineTest.readFile(older)
+            EngineTest.put32(&bytes, 8, 0xF3F3_F3F3)   // reads as a far newer version; the CRC is left as it was
+            try EngineTest.writeFile(older, bytes)
+            for mode in [EngineOptions.RecoveryMode.strict, .pointInTime] {
+                let engine = try Engine.open(at: dir, options: Self.options(mode))
+                #expect(try EngineTest.differences(engine, model).isEmpty, "\(mode)")
+                #expect(try engine.verify().ok)
+                try engine.close()
+            }
+        }
+    }
+
+    @Test("damaged version bytes in a segment header (the checksum no longer holds) are corruption, not a newer format")
+    func segmentVersionBytesDamaged() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            _ = try Self.makeRolledStore(dir, extra: 1, seed: 10)
+            let segment = dir + "/" + Format.segmentFileName(1)
+            var bytes = try EngineTest.readFile(segment)
+            EngineTest.put32(&bytes, 8, Format.formatVersion + 1)   // the CRC is left as it was
+            try EngineTest.writeFile(segment, bytes)
+            let error = EngineTest.expectLucidError(.corruption) { try Engine.open(at: dir, options: Self.options()) }
+            #expect(error?.file == segment, "\(String(describing: error))")
+        }
+    }
+
     @Test("a newer format version in a segment header is unsupportedFormatVersion", arguments: [false, true])
     func segmentVersionTwo(sealed: Bool) throws {
         try EngineTest.withTemporaryDirectory { dir in
