@@ -140,7 +140,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
         return (try store.entities(of: picked, in: snapshot), inResultOrder)
     }
 
-    /// The entities of `keys`, read for the query (see ``DiskStore/firstMissQueryWindow``).
+    /// The entities of `keys`, read for the query (see ``DiskStore/firstMissRecordLimit``).
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
         try store.fetch(keys, in: snapshot, query: true)
     }

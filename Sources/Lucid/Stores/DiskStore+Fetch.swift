@@ -56,8 +56,8 @@ extension DiskStore {
         if batch.pending > 0 {
             let keys = batch.keys
             let pending = batch.pending
-            // A small query's misses are admitted at once (see `firstMissQueryWindow`), when they fit easily.
-            let firstMiss = batch.query && batch.count <= Self.firstMissQueryWindow && cache.admitsAtOnce(pending)
+            // A small query's misses are admitted at once (see `firstMissRecordLimit`), when they fit easily.
+            let firstMiss = batch.query && batch.count <= Self.firstMissRecordLimit && cache.admitsAtOnce(pending)
             var failure: StoreError?
             batch.slots.withUnsafeMutableBufferPointer { slots in
                 do throws(StoreError) {
@@ -211,8 +211,9 @@ struct FetchBatch {
     fileprivate var hits = false
     /// The sequence of the snapshot the batch is read from.
     let sequence: UInt64
-    /// Whether the batch is a query's read: when it holds at most ``DiskStore/firstMissQueryWindow`` keys, the
-    /// cache admits its records on their first miss, even when full; otherwise on their second, as single reads.
+    /// Whether the batch is a query's read: when it holds at most ``DiskStore/firstMissRecordLimit`` keys and its
+    /// misses take at most an eighth of the cache, the cache admits them on their first miss, even when full;
+    /// otherwise on their second, as single reads.
     let query: Bool
 
     /// An empty batch for about `capacity` keys, read from the snapshot at `sequence`; `query` as the property.

@@ -43,7 +43,7 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// asks for its page again): its records are kept at once, not decoded a second time first. The trade: a
     /// reader paging through a whole keyspace in small queries churns the cache as reads of single records would
     /// without the rule.
-    static var firstMissQueryWindow: Int { 64 }
+    static var firstMissRecordLimit: Int { 64 }
 
     public var level: StoreLevel { .disk }
 

@@ -9,7 +9,7 @@ import Synchronization
 /// Bounded by the bytes of the records cached (each entry counts its record's length, its key's and a fixed
 /// overhead), with CLOCK eviction; once full, a record is admitted on its second miss within a while (see
 /// ``EntityCacheTable``), so that reads spread over far more records than fit do not churn it, or on its first
-/// when a small query reads it (``DiskStore/firstMissQueryWindow``). One lock; a lookup holds it for one hash
+/// when a small query reads it (``DiskStore/firstMissRecordLimit``). One lock; a lookup holds it for one hash
 /// probe.
 ///
 /// The table is not generic: the library's generic code is not specialized for the app's entity types, and

@@ -12,7 +12,7 @@ import Synchronization
 ///   admitted only if its key missed before: a 65,536-bit filter of the keys that missed (a bit per key hash),
 ///   cleared every 16,384 keys noted. Reads spread over many more records than fit then neither pay the
 ///   insertion and eviction on each miss nor push out entries read again and again. A caller may admit a small
-///   batch's misses at once (``admitsAtOnce(_:)``; see ``DiskStore/firstMissQueryWindow``).
+///   batch's misses at once (``admitsAtOnce(_:)``; see ``DiskStore/firstMissRecordLimit``).
 final class EntityCacheTable: Sendable {
     /// What an entry costs besides its record and key bytes: the slot, the index entry, the key's header.
     static var entryOverhead: Int { 96 }

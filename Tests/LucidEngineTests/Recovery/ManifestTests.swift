@@ -34,6 +34,12 @@ struct ManifestTests {
         return (model, groups)
     }
 
+    /// The path of the manifest slot other than the newest one.
+    static func olderSlot(_ dir: String) throws -> String {
+        let newest = try EngineTest.newestManifestSlot(dir)
+        return Format.manifestSlotNames.map { dir + "/" + $0 }.first { $0 != newest.path }!
+    }
+
     static func corruptSlot(_ path: String) throws {
         let bytes = try EngineTest.readFile(path)
         try EngineTest.flipBit(path, byte: bytes.count - 6, bit: 2)   // inside the body: the CRC fails
@@ -98,9 +104,7 @@ struct ManifestTests {
     func olderSlotCorruptIsIgnored() throws {
         try EngineTest.withTemporaryDirectory { dir in
             let (model, _) = try Self.makeRolledStore(dir, extra: 2, seed: 2)
-            let newest = try EngineTest.newestManifestSlot(dir)
-            let older = Format.manifestSlotNames.map { dir + "/" + $0 }.first { $0 != newest.path }!
-            try Self.corruptSlot(older)
+            try Self.corruptSlot(try Self.olderSlot(dir))
             let engine = try Engine.open(at: dir, options: Self.options())
             defer { try? engine.close() }
             #expect(try EngineTest.differences(engine, model).isEmpty)
@@ -204,8 +208,7 @@ struct ManifestTests {
     func olderSlotVersionBytesDamaged() throws {
         try EngineTest.withTemporaryDirectory { dir in
             let (model, _) = try Self.makeRolledStore(dir, extra: 1, seed: 9)
-            let newest = try EngineTest.newestManifestSlot(dir)
-            let older = Format.manifestSlotNames.map { dir + "/" + $0 }.first { $0 != newest.path }!
+            let older = try Self.olderSlot(dir)
             var bytes = try EngineTest.readFile(older)
             EngineTest.put32(&bytes, 8, 0xF3F3_F3F3)   // reads as a far newer version; the CRC is left as it was
             try EngineTest.writeFile(older, bytes)

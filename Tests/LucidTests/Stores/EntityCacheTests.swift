@@ -252,11 +252,11 @@ struct EntityCacheTests {
     }
 
     @Test("once full, the cache keeps a small query's records at their first miss, others' at their second",
-          arguments: [10, DiskStore<Book>.firstMissQueryWindow, DiskStore<Book>.firstMissQueryWindow + 1])
+          arguments: [10, DiskStore<Book>.firstMissRecordLimit, DiskStore<Book>.firstMissRecordLimit + 1])
     func firstMissAdmission(limit: Int) async throws {
         let (temp, store, capacity) = try await Self.fullCache()
         _ = temp
-        let small = limit <= DiskStore<Book>.firstMissQueryWindow
+        let small = limit <= DiskStore<Book>.firstMissRecordLimit
         // Each plan that reads a window: the range walk (ordered by the index), the equality walk (one term's
         // entries in identifier order, after an offset), and the candidate keys sorted and fetched (ordered by
         // identifier).
@@ -288,7 +288,7 @@ struct EntityCacheTests {
         let (temp, store, _) = try await Self.fullCache()
         _ = temp
         // Books 2900..<3000, descending by genre: all are "late", so all 100 tie at the boundary and are collected
-        // for the final sort (more than the window and than `firstMissQueryWindow`, few enough bytes to fit at once).
+        // for the final sort (more than the window and than `firstMissRecordLimit`, few enough bytes to fit at once).
         let query = Query<Book>.filter(.pages >= .int(2900)).order([.desc(by: .genre)]).with(limit: 10)
         let hits = try await Self.hits(query, store, runs: 2)
         #expect(hits[1] <= 100 / 8, "\(hits)")
