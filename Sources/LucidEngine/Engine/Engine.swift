@@ -93,7 +93,7 @@ public final class Engine: Sendable {
     public func snapshot() -> Snapshot { Snapshot(core: core, state: core.currentState()) }
 
     /// The records of `range`, in key order (descending when `reverse`), at most `limit`; reads a snapshot, so
-    /// concurrent commits are either wholly visible or not at all. - Complexity: O(log n + k log k), one page read
+    /// concurrent commits are either wholly visible or not at all. - Complexity: O(log n + k), one page read
     /// per page the k records lie on (they are read in storage order, see ``Snapshot/recordTable(in:range:reverse:limit:)``).
     public func scan(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
                      limit: Int? = nil) throws -> [KeyValue] {

@@ -12,8 +12,9 @@ extension Snapshot {
     /// record as a key-order walk over a range larger than the page cache may. Use it to read a large range whole;
     /// ``forEach(in:range:reverse:limit:_:)`` streams a range without holding it.
     ///
-    /// - Complexity: O(log n + k log k) for k records, one page read per page they lie on. Memory: the keys and the
-    ///   values in one buffer each, 24 bytes per record to find them, and 32 bytes per record more while it runs.
+    /// - Complexity: O(log n + k) for k records (they are put in storage order by a radix sort on their page,
+    ///   ``StoragePlace/sortByPage(_:)``), one page read per page they lie on. Memory: the keys and the values in
+    ///   one buffer each, 24 bytes per record to find them, and 64 bytes per record more while it runs.
     /// - Throws: ``LucidError/Code/corruption`` when a page fails its checksum or a value lies outside its page,
     ///   ``LucidError/Code/io``, closed.
     public func recordTable(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
@@ -40,50 +41,75 @@ extension Snapshot {
             return places.count < cap
         }
 
-        // Values in storage order, each placed by its rank.
-        places.sort { $0.order < $1.order }
-        table.valueBytes.reserveCapacity(valueBytes)
-        table.valueStarts = [Int](repeating: 0, count: places.count)
-        table.valueLengths = [Int](repeating: 0, count: places.count)
-        // The page of the records before, while they share it (and its file, for errors).
-        var held: (page: UInt64, buffer: PageBuffer, file: SegmentFile?)?
-        for place in places {
-            let location = place.location
-            let page: PageBuffer
-            let file: SegmentFile?
-            if let held, held.page == place.page {
-                (page, file) = (held.buffer, held.file)
-            } else {
-                file = state.segments[UInt64(location.segment)]
-                // Pages the cache holds are used; the others are read but not cached (each is read once here, and
-                // caching them all would evict the working set of other reads).
-                page = try PageFetch.page(at: location, file: file, cache: core.cache, storePath: core.path,
-                                          caching: false)
-                held = (place.page, page, file)
+        // Values in storage order, a page at a time, each placed by its rank.
+        StoragePlace.sortByPage(&places)
+        var starts = [Int](repeating: 0, count: places.count)
+        var lengths = [Int](repeating: 0, count: places.count)
+        table.valueBytes = try starts.withUnsafeMutableBufferPointer { starts in
+            try lengths.withUnsafeMutableBufferPointer { lengths in
+                try [UInt8](unsafeUninitializedCapacity: valueBytes) { values, written in
+                    var out = ValueOutput(bytes: values, starts: starts, lengths: lengths)
+                    defer { written = out.written }
+                    var first = 0
+                    while first < places.count {
+                        let page = places[first].page
+                        var end = first + 1
+                        while end < places.count && places[end].page == page { end += 1 }
+                        try readValues(of: places[first..<end], into: &out)
+                        first = end
+                    }
+                }
             }
-            let range = try PageFetch.valueRange(at: location, in: page, file: file, storePath: core.path)
-            table.valueStarts[place.rank] = table.valueBytes.count
-            table.valueLengths[place.rank] = range.count
-            table.valueBytes.append(contentsOf: page.bytes[range])
         }
+        table.valueStarts = starts
+        table.valueLengths = lengths
         return table
+    }
+
+    /// Copies the values of `places`, which all lie on one page, into `out` at their ranks: the page is taken
+    /// from the cache when it holds it, else read and verified but not cached (each page is read once here, and
+    /// caching them all would evict the working set of other reads).
+    /// - Throws: as ``PageFetch/valueRange(at:in:file:storePath:)`` and the page's read.
+    private func readValues(of places: ArraySlice<StoragePlace>, into out: inout ValueOutput) throws {
+        guard let location = places.first?.location else { return }
+        let file = state.segments[UInt64(location.segment)]
+        let page = try PageFetch.page(at: location, file: file, cache: core.cache, storePath: core.path,
+                                      caching: false)
+        try page.bytes.withUnsafeBufferPointer { bytes in
+            for place in places {
+                let range = try PageFetch.valueRange(at: place.location, in: page, file: file, storePath: core.path)
+                out.append(UnsafeBufferPointer(rebasing: bytes[range]), rank: place.rank)
+            }
+        }
     }
 }
 
-/// A record's location and rank, ordered by where its page lies: segment, then page offset, then the value's
-/// offset in the page.
-private struct StoragePlace {
-    let location: RecordLocation
-    let rank: Int
+/// Where ``Snapshot/recordTable(in:range:reverse:limit:)`` writes values: one buffer sized for the values the
+/// index says the records have, and each value's start and length by rank.
+private struct ValueOutput {
+    let bytes: UnsafeMutableBufferPointer<UInt8>
+    let starts: UnsafeMutableBufferPointer<Int>
+    let lengths: UnsafeMutableBufferPointer<Int>
+    /// Bytes written (initialized) so far, from the start of `bytes`.
+    private(set) var written = 0
 
-    init(_ location: RecordLocation, rank: Int) {
-        self.location = location
-        self.rank = rank
+    init(bytes: UnsafeMutableBufferPointer<UInt8>, starts: UnsafeMutableBufferPointer<Int>,
+         lengths: UnsafeMutableBufferPointer<Int>) {
+        self.bytes = bytes
+        self.starts = starts
+        self.lengths = lengths
     }
 
-    /// The page: segment id in the high half, page offset in the low half.
-    var page: UInt64 { UInt64(location.segment) << 32 | UInt64(location.pageOffset) }
-
-    /// Storage order as one comparable value.
-    var order: (UInt64, UInt32) { (page, location.valueOffset) }
+    /// Appends `value` as the value of rank `rank`. Each value's length is its index entry's, and `bytes` holds
+    /// their sum, so a value that does not fit is a bug here, stopped before it writes out of bounds.
+    @inline(__always)
+    mutating func append(_ value: UnsafeBufferPointer<UInt8>, rank: Int) {
+        precondition(value.count <= bytes.count - written, "values longer than their index entries")
+        if let source = value.baseAddress, value.count > 0 {
+            (bytes.baseAddress! + written).initialize(from: source, count: value.count)
+        }
+        starts[rank] = written
+        lengths[rank] = value.count
+        written += value.count
+    }
 }

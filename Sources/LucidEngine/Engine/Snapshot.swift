@@ -120,7 +120,7 @@ public struct Snapshot: Sendable {
 
     /// The records in `range`, in key order (descending when `reverse`), at most `limit` of them.
     /// Reads them in storage order (see ``recordTable(in:range:reverse:limit:)``): each page once.
-    /// - Complexity: O(log n + k log k), one page read per page the k records lie on.
+    /// - Complexity: O(log n + k), one page read per page the k records lie on.
     public func scan(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
                      limit: Int? = nil) throws -> [KeyValue] {
         Array(try recordTable(in: keyspace, range: range, reverse: reverse, limit: limit))

@@ -1,0 +1,70 @@
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+/// `StoragePlace.sortByPage`, the radix sort that puts a record table's reads in storage order: it returns the
+/// places it was given, grouped by page in log order, each page's places in the order they came (so records of one
+/// page keep key order), on its radix path and on the comparison sort it falls back to.
+@Suite("Engine: storage-order sort")
+struct StoragePlaceTests {
+    static func place(segment: UInt32, page: UInt32, valueOffset: UInt32 = 0, rank: Int) -> StoragePlace {
+        StoragePlace(RecordLocation(segment: segment, pageOffset: page, valueOffset: valueOffset, valueLength: 1,
+                                    hasTerms: false, sequence: UInt64(rank)), rank: rank)
+    }
+
+    /// Checks that `sorted` holds exactly the ranks of `original`, with pages ascending and, when `stable`, the
+    /// ranks of each page ascending (they come in rank order).
+    static func expectSorted(_ sorted: [StoragePlace], from original: [StoragePlace], stable: Bool = true) {
+        #expect(sorted.map(\.rank).sorted() == original.map(\.rank))
+        let byRank = Dictionary(uniqueKeysWithValues: original.map { ($0.rank, $0.page) })
+        for place in sorted { #expect(byRank[place.rank] == place.page) }
+        for (a, b) in zip(sorted, sorted.dropFirst()) {
+            #expect(a.page <= b.page)
+            if stable && a.page == b.page { #expect(a.rank < b.rank) }
+        }
+    }
+
+    @Test("pages spread over segments and offsets of 8 to 32 bits come out grouped, in log order, stable",
+          arguments: [UInt32(200), 1 << 16, 1 << 26, UInt32.max])
+    func radixOrder(highestOffset: UInt32) {
+        var rng = SplitMix64(seed: UInt64(highestOffset))
+        // Few pages, so that many places share one and stability shows.
+        let pages = (0..<300).map { _ in
+            (segment: UInt32(3 + rng.next() % 5), page: UInt32(truncatingIfNeeded: rng.next() % (UInt64(highestOffset) + 1)))
+        }
+        let original = (0..<5_000).map { rank in
+            let p = pages[Int(rng.next() % UInt64(pages.count))]
+            return Self.place(segment: p.segment, page: p.page, valueOffset: UInt32(rng.next() % 4096), rank: rank)
+        }
+        var sorted = original
+        StoragePlace.sortByPage(&sorted)
+        Self.expectSorted(sorted, from: original)
+    }
+
+    @Test("segment ids and offsets too wide for one 64-bit number take the comparison sort")
+    func fallback() {
+        var rng = SplitMix64(seed: 9)
+        let original = (0..<2_000).map { rank in
+            Self.place(segment: rng.next() % 2 == 0 ? 0 : UInt32.max,
+                       page: rng.next() % 2 == 0 ? 0 : UInt32.max - UInt32(rng.next() % 3), rank: rank)
+        }
+        var sorted = original
+        StoragePlace.sortByPage(&sorted)
+        Self.expectSorted(sorted, from: original, stable: false)
+        #expect(Set(sorted.map(\.page)).count == 8)
+    }
+
+    @Test("one page, one place and no places are left as they are")
+    func trivial() {
+        let onePage = (0..<100).map { Self.place(segment: 7, page: 4096, valueOffset: UInt32(100 - $0), rank: $0) }
+        var sorted = onePage
+        StoragePlace.sortByPage(&sorted)
+        #expect(sorted.map(\.rank) == onePage.map(\.rank))
+        var single = [Self.place(segment: 1, page: 1, rank: 0)]
+        StoragePlace.sortByPage(&single)
+        #expect(single.map(\.rank) == [0])
+        var none: [StoragePlace] = []
+        StoragePlace.sortByPage(&none)
+        #expect(none.isEmpty)
+    }
+}
