@@ -1,5 +1,6 @@
 /// Records read whole by ``Snapshot/recordTable(in:range:reverse:limit:)``, in key order: the keys in one buffer
-/// and the values in another, so that a large range costs a few allocations, not two per record.
+/// and the values in another, both in key order, so that a large range costs a few allocations, not two per
+/// record, and a walk over the table by rank reads memory in order.
 ///
 /// Records are addressed by rank (0 for the first key in the table's order). A table is a value: it holds its
 /// bytes and stays valid after the snapshot and the engine are gone.
@@ -7,10 +8,10 @@ public struct RecordTable: Sendable, RandomAccessCollection {
     var keyBytes: [UInt8] = []
     /// The end of each key in `keyBytes`, by rank (each key starts where the one before ends).
     var keyEnds: [Int] = []
+    /// The values, in key order as the keys (each starts where the one before ends).
     var valueBytes: [UInt8] = []
-    /// Where each value starts in `valueBytes`, by rank (values are stored in the order they were read).
-    var valueStarts: [Int] = []
-    var valueLengths: [Int] = []
+    /// The end of each value in `valueBytes`, by rank.
+    var valueEnds: [Int] = []
 
     /// An empty table.
     public init() {}
@@ -28,9 +29,9 @@ public struct RecordTable: Sendable, RandomAccessCollection {
 
     /// The value of rank `rank`, without a copy. - Complexity: O(1).
     public func value(at rank: Int) -> ArraySlice<UInt8> {
-        valueBytes[valueStarts[rank]..<(valueStarts[rank] + valueLengths[rank])]
+        valueBytes[(rank == 0 ? 0 : valueEnds[rank - 1])..<valueEnds[rank]]
     }
 
     /// Bytes held: keys and values, and the tables that find them.
-    public var byteCount: Int { keyBytes.count + valueBytes.count + 24 * count }
+    public var byteCount: Int { keyBytes.count + valueBytes.count + 16 * count }
 }

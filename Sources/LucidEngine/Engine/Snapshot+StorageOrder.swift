@@ -14,7 +14,7 @@ extension Snapshot {
     ///
     /// - Complexity: O(log n + k) for k records (they are put in storage order by a radix sort on their page,
     ///   ``StoragePlace/sortByPage(_:)``), one page read per page they lie on. Memory: the keys and the values in
-    ///   one buffer each, 24 bytes per record to find them, and 64 bytes per record more while it runs.
+    ///   one buffer each, 16 bytes per record to find them, and 64 bytes per record more while it runs.
     /// - Throws: ``LucidError/Code/corruption`` when a page fails its checksum or a value lies outside its page,
     ///   ``LucidError/Code/io``, closed.
     public func recordTable(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
@@ -25,12 +25,13 @@ extension Snapshot {
         let cap = limit ?? Int.max
         guard cap > 0 else { return table }
 
-        // Keys in key order, and where each value lies.
+        // Keys in key order, where each value lies, and where it goes in the table (values in key order too).
         var places: [StoragePlace] = []
         if range.treeLower == nil, range.treeUpper == nil {
             let count = min(cap, state.keyspaces[keyspace]?.count ?? 0)
             places.reserveCapacity(count)
             table.keyEnds.reserveCapacity(count)
+            table.valueEnds.reserveCapacity(count)
         }
         var valueBytes = 0
         tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, location in
@@ -38,31 +39,27 @@ extension Snapshot {
             table.keyBytes.append(contentsOf: key)
             table.keyEnds.append(table.keyBytes.count)
             valueBytes += Int(location.valueLength)
+            table.valueEnds.append(valueBytes)
             return places.count < cap
         }
 
-        // Values in storage order, a page at a time, each placed by its rank.
+        // Values read in storage order, a page at a time, each copied to its place in key order.
         StoragePlace.sortByPage(&places)
-        var starts = [Int](repeating: 0, count: places.count)
-        var lengths = [Int](repeating: 0, count: places.count)
-        table.valueBytes = try starts.withUnsafeMutableBufferPointer { starts in
-            try lengths.withUnsafeMutableBufferPointer { lengths in
-                try [UInt8](unsafeUninitializedCapacity: valueBytes) { values, written in
-                    var out = ValueOutput(bytes: values, starts: starts, lengths: lengths)
-                    defer { written = out.written }
-                    var first = 0
-                    while first < places.count {
-                        let page = places[first].page
-                        var end = first + 1
-                        while end < places.count && places[end].page == page { end += 1 }
-                        try readValues(of: places[first..<end], into: &out)
-                        first = end
-                    }
+        table.valueBytes = try table.valueEnds.withUnsafeBufferPointer { ends in
+            try [UInt8](unsafeUninitializedCapacity: valueBytes) { values, initialized in
+                let out = ValueOutput(bytes: values, ends: ends)
+                var first = 0
+                while first < places.count {
+                    let page = places[first].page
+                    var end = first + 1
+                    while end < places.count && places[end].page == page { end += 1 }
+                    try readValues(of: places[first..<end], into: out)
+                    first = end
                 }
+                // Every rank's value was copied once, and the values' lengths sum to the buffer's.
+                initialized = valueBytes
             }
         }
-        table.valueStarts = starts
-        table.valueLengths = lengths
         return table
     }
 
@@ -70,7 +67,7 @@ extension Snapshot {
     /// from the cache when it holds it, else read and verified but not cached (each page is read once here, and
     /// caching them all would evict the working set of other reads).
     /// - Throws: as ``PageFetch/valueRange(at:in:file:storePath:)`` and the page's read.
-    private func readValues(of places: ArraySlice<StoragePlace>, into out: inout ValueOutput) throws {
+    private func readValues(of places: ArraySlice<StoragePlace>, into out: ValueOutput) throws {
         guard let location = places.first?.location else { return }
         let file = state.segments[UInt64(location.segment)]
         let page = try PageFetch.page(at: location, file: file, cache: core.cache, storePath: core.path,
@@ -78,38 +75,27 @@ extension Snapshot {
         try page.bytes.withUnsafeBufferPointer { bytes in
             for place in places {
                 let range = try PageFetch.valueRange(at: place.location, in: page, file: file, storePath: core.path)
-                out.append(UnsafeBufferPointer(rebasing: bytes[range]), rank: place.rank)
+                out.copy(UnsafeBufferPointer(rebasing: bytes[range]), rank: place.rank)
             }
         }
     }
 }
 
-/// Where ``Snapshot/recordTable(in:range:reverse:limit:)`` writes values: one buffer sized for the values the
-/// index says the records have, and each value's start and length by rank.
+/// Where ``Snapshot/recordTable(in:range:reverse:limit:)`` writes values: one buffer holding them in key order,
+/// each ending where the table's `valueEnds` says (computed from the index before any is read).
 private struct ValueOutput {
     let bytes: UnsafeMutableBufferPointer<UInt8>
-    let starts: UnsafeMutableBufferPointer<Int>
-    let lengths: UnsafeMutableBufferPointer<Int>
-    /// Bytes written (initialized) so far, from the start of `bytes`.
-    private(set) var written = 0
+    let ends: UnsafeBufferPointer<Int>
 
-    init(bytes: UnsafeMutableBufferPointer<UInt8>, starts: UnsafeMutableBufferPointer<Int>,
-         lengths: UnsafeMutableBufferPointer<Int>) {
-        self.bytes = bytes
-        self.starts = starts
-        self.lengths = lengths
-    }
-
-    /// Appends `value` as the value of rank `rank`. Each value's length is its index entry's, and `bytes` holds
-    /// their sum, so a value that does not fit is a bug here, stopped before it writes out of bounds.
+    /// Copies `value` to the place of rank `rank`. Its length is its index entry's, which placed it, so a value
+    /// of another length is a bug here, stopped before it writes out of its place.
     @inline(__always)
-    mutating func append(_ value: UnsafeBufferPointer<UInt8>, rank: Int) {
-        precondition(value.count <= bytes.count - written, "values longer than their index entries")
+    func copy(_ value: UnsafeBufferPointer<UInt8>, rank: Int) {
+        let start = rank == 0 ? 0 : ends[rank - 1]
+        precondition(value.count == ends[rank] - start && ends[rank] <= bytes.count,
+                     "a value's length differs from its index entry's")
         if let source = value.baseAddress, value.count > 0 {
-            (bytes.baseAddress! + written).initialize(from: source, count: value.count)
+            (bytes.baseAddress! + start).initialize(from: source, count: value.count)
         }
-        starts[rank] = written
-        lengths[rank] = value.count
-        written += value.count
     }
 }
