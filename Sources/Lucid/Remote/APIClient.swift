@@ -29,6 +29,12 @@ public protocol APIClient: Sendable {
 /// Every request goes through `prepare` (authentication headers, ...). Identical in-flight requests whose
 /// ``APIRequestConfig/deduplicate`` is set share one network call and its response (the original skipped this on
 /// its async path).
+///
+/// Cancelling the task that awaits ``send(_:)`` ends it at once with ``APIError/networkUnreachable(_:)``; the
+/// transfer already under way is abandoned rather than stopped (it ends when the server answers or at the request's
+/// timeout, and its result is dropped), because FoundationNetworking's `URLSessionTask.cancel()` can deadlock or stop
+/// the process when it races the transfer's end on Linux. A request whose caller is cancelled before it is sent is
+/// not sent; a shared call goes on for the callers still waiting.
 public final class URLSessionAPIClient: APIClient {
     /// Scheme, host and port requests go to unless they name their own host.
     public let host: String
@@ -57,14 +63,23 @@ public final class URLSessionAPIClient: APIClient {
         guard request.deduplicate else { return try await perform(urlRequest) }
         var key = request
         key.tag = nil
-        let task = inFlight.withLock { map -> Task<APIResponse, any Error> in
-            if let running = map[key] { return running }
+        let (task, started) = inFlight.withLock { map -> (Task<APIResponse, any Error>, Bool) in
+            if let running = map[key] { return (running, false) }
             let task = Task { try await self.perform(urlRequest) }
             map[key] = task
-            return task
+            return (task, true)
         }
-        defer { inFlight.withLock { map in if map[key] == task { map[key] = nil } } }
-        do { return try await task.value } catch let error as APIError { throw error } catch {
+        if started {
+            // The shared call is forgotten when it ends, whoever still waits for it.
+            Task { [self] in
+                _ = await task.result
+                inFlight.withLock { map in if map[key] == task { map[key] = nil } }
+            }
+        }
+        // A caller that is cancelled stops waiting; the shared call goes on for the others (``AbandonableCall``).
+        do {
+            return try await AbandonableCall<APIResponse>.value { finish in Task { finish(await task.result) } }
+        } catch let error as APIError { throw error } catch {
             throw .networkUnreachable("\(error)")
         }
     }
@@ -86,7 +101,7 @@ public final class URLSessionAPIClient: APIClient {
         sentCount.withLock { $0 += 1 }
         let data: Data
         let response: URLResponse
-        do { (data, response) = try await session.data(for: request) } catch let error as URLError {
+        do { (data, response) = try await AbandonableCall.data(for: request, in: session) } catch let error as URLError {
             switch error.code {
             case .timedOut: throw .timeout
             default: throw .networkUnreachable("\(error.code.rawValue): \(error.localizedDescription)")

@@ -65,6 +65,141 @@ struct APIClientTests {
         }
     }
 
+    /// swift-corelibs-foundation #5412: cancelling a task awaiting `URLSession.data(for:)` while its transfer fails
+    /// deadlocked (the cancellation waited for the session's queue while holding the task's lock, which the queue's
+    /// thread needed to resume the task); a test run hung in `APIRequestQueue.close()` that way. Requests to a closed
+    /// port fail at once, so cancelling them a moment after they start meets their failures.
+    @Test("cancelling requests while their connections fail ends every one with an error, without a hang",
+          .timeLimit(.minutes(1)))
+    func cancellationRacingFailures() async throws {
+        let closed = try LoopbackHTTPServer { _ in .json("{}") }
+        let closedHost = closed.host
+        closed.stop()
+        let client = URLSessionAPIClient(host: closedHost)
+        for round in 0..<300 {
+            // Not deduplicated: a shared call is not cancelled by its callers.
+            let requests = (0..<16).map { i in
+                Task { () -> Bool in
+                    do {
+                        _ = try await client.send(APIRequestConfig(method: .get, path: .path("r\(round)-\(i)"),
+                                                                   deduplicate: false))
+                        return false
+                    } catch let error as APIError {
+                        if case .networkUnreachable = error { return true }
+                        return false
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            // Cancel them from 0 to 150 µs after they start: before, during and after their connections fail.
+            let deadline = ContinuousClock.now + .microseconds(10 * (round % 16))
+            while ContinuousClock.now < deadline {}
+            for request in requests { request.cancel() }
+            var failed = 0
+            for request in requests { if await request.value { failed += 1 } }
+            #expect(failed == requests.count, "round \(round): \(requests.count - failed) requests did not fail as unreachable")
+        }
+    }
+
+    @Test("a cancelled request ends while its server has not answered, cancelled before it starts or after it arrives",
+          .timeLimit(.minutes(1)))
+    func cancellationEndsRequests() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let server = try LoopbackHTTPServer { _ in
+            // Answers only when the test lets it (or after 20 s, so that a request cancellation missed succeeds).
+            _ = release.wait(timeout: .now() + 20)
+            return .json("{}")
+        }
+        defer {
+            for _ in 0..<4 { release.signal() }
+            server.stop()
+        }
+        let client = URLSessionAPIClient(host: server.host)
+        func request(_ path: String) -> Task<APIError?, Never> {
+            Task {
+                do throws(APIError) {
+                    // Not deduplicated: a shared call runs for every caller and is not cancelled by one.
+                    _ = try await client.send(APIRequestConfig(method: .get, path: .path(path), deduplicate: false))
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        // Cancelled at once: the cancellation comes before the session's task exists (or just after).
+        let early = request("early")
+        early.cancel()
+        // Cancelled once the server holds it.
+        let late = request("late")
+        while !server.received.contains(where: { $0.path == "/late" }) { try await Task.sleep(for: .milliseconds(5)) }
+        late.cancel()
+        for (name, task) in [("early", early), ("late", late)] {
+            // Bounded, so that a cancellation that never ends the call fails the test instead of hanging it.
+            guard let ended = await Self.value(of: task, within: 10) else {
+                Issue.record("the \(name) request did not end within 10 s of its cancellation")
+                continue
+            }
+            guard case .networkUnreachable? = ended else {
+                Issue.record("the \(name) request ended with \(String(describing: ended)), not as cancelled")
+                continue
+            }
+        }
+    }
+
+    @Test("a cancelled caller of a shared GET stops waiting; the other caller still gets the one response",
+          .timeLimit(.minutes(1)))
+    func cancellationOfSharedCall() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let server = try LoopbackHTTPServer { _ in
+            _ = release.wait(timeout: .now() + 20)
+            return .json(#"{"ok":true}"#)
+        }
+        defer {
+            release.signal()
+            server.stop()
+        }
+        let client = URLSessionAPIClient(host: server.host)
+        func get() -> Task<Int?, Never> {
+            Task {
+                do throws(APIError) {
+                    return try await client.send(APIRequestConfig(method: .get, path: .path("shared"))).status
+                } catch {
+                    return nil
+                }
+            }
+        }
+        let leaving = get()
+        let staying = get()
+        while server.received.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        leaving.cancel()
+        let left = await Self.value(of: leaving, within: 10)
+        #expect(left == .some(nil), "the cancelled caller should have ended, without a response, before the server answered")
+        release.signal()
+        #expect(await Self.value(of: staying, within: 10) == .some(200))
+        #expect(server.received.count == 1)
+        #expect(client.requestsSent == 1)
+    }
+
+    /// `task`'s value, or nil when it has none after `seconds` (the task is then left running).
+    static func value<T: Sendable>(of task: Task<T, Never>, within seconds: Double) async -> T? {
+        let waiter = Waiter<T>()
+        return await withCheckedContinuation { continuation in
+            waiter.slot.withLock { $0 = continuation }
+            Task { waiter.end(await task.value) }
+            Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                waiter.end(nil)
+            }
+        }
+    }
+
+    /// A continuation resumed once, by whichever comes first.
+    final class Waiter<T: Sendable>: Sendable {
+        let slot = Mutex<CheckedContinuation<T?, Never>?>(nil)
+        func end(_ value: T?) { slot.withLock { $0.take() }?.resume(returning: value) }
+    }
+
     @Test("identical in-flight GETs share one network call; writes are never merged")
     func deduplication() async throws {
         let server = try LoopbackHTTPServer { _ in LoopbackHTTPServer.Response(status: 200, body: Array("{}".utf8), delay: 0.3) }
