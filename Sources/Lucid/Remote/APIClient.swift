@@ -34,7 +34,9 @@ public protocol APIClient: Sendable {
 /// transfer already under way is abandoned rather than stopped (it ends when the server answers or at the request's
 /// timeout, and its result is dropped), because FoundationNetworking's `URLSessionTask.cancel()` can deadlock or stop
 /// the process when it races the transfer's end on Linux. A request whose caller is cancelled before it is sent is
-/// not sent; a shared call goes on for the callers still waiting.
+/// not sent; a shared call goes on for the callers still waiting. An abandoned transfer still holds one of the
+/// session's connections to its host (6 at most) until it ends: give requests that are often cancelled, to a server
+/// that can be slow, a short ``APIRequestConfig/timeoutInterval``.
 public final class URLSessionAPIClient: APIClient {
     /// Scheme, host and port requests go to unless they name their own host.
     public let host: String
@@ -42,7 +44,8 @@ public final class URLSessionAPIClient: APIClient {
     public let defaultTimeout: Double
     private let prepare: @Sendable (inout URLRequest) -> Void
     private let session: URLSession
-    private let inFlight = Mutex<[APIRequestConfig: Task<APIResponse, any Error>]>([:])
+    /// The deduplicated calls in flight, each with a number that tells it from a later call for the same request.
+    private let inFlight = Mutex<(calls: [APIRequestConfig: (id: UInt64, task: Task<APIResponse, any Error>)], nextID: UInt64)>(([:], 0))
     private let sentCount = Mutex(0)
 
     /// A client for `host` (e.g. `https://api.example.com`).
@@ -61,26 +64,38 @@ public final class URLSessionAPIClient: APIClient {
     public func send(_ request: APIRequestConfig) async throws(APIError) -> APIResponse {
         let urlRequest = try makeRequest(request)
         guard request.deduplicate else { return try await perform(urlRequest) }
+        // A cancelled caller starts no shared call (one it would join goes on for the others).
+        if Task.isCancelled { throw Self.apiError(URLError(.cancelled)) }
         var key = request
         key.tag = nil
-        let (task, started) = inFlight.withLock { map -> (Task<APIResponse, any Error>, Bool) in
-            if let running = map[key] { return (running, false) }
-            let task = Task { try await self.perform(urlRequest) }
-            map[key] = task
-            return (task, true)
-        }
-        if started {
-            // The shared call is forgotten when it ends, whoever still waits for it.
-            Task { [self] in
-                _ = await task.result
-                inFlight.withLock { map in if map[key] == task { map[key] = nil } }
+        let task = inFlight.withLock { flights -> Task<APIResponse, any Error> in
+            if let running = flights.calls[key] { return running.task }
+            flights.nextID += 1
+            let id = flights.nextID
+            // The shared call forgets itself as it ends, before any waiter gets its response, so that a later
+            // identical request starts a call of its own.
+            let task = Task { [self, key] in
+                defer { inFlight.withLock { if $0.calls[key]?.id == id { $0.calls[key] = nil } } }
+                return try await perform(urlRequest)
             }
+            flights.calls[key] = (id, task)
+            return task
         }
         // A caller that is cancelled stops waiting; the shared call goes on for the others (``AbandonableCall``).
         do {
             return try await AbandonableCall<APIResponse>.value { finish in Task { finish(await task.result) } }
         } catch let error as APIError { throw error } catch {
-            throw .networkUnreachable("\(error)")
+            throw Self.apiError(error)
+        }
+    }
+
+    /// The ``APIError`` for an error of the transfer: a timeout, or an unreachable network (any other `URLError`,
+    /// `.cancelled` included, named by its code).
+    private static func apiError(_ error: any Error) -> APIError {
+        guard let error = error as? URLError else { return .networkUnreachable("\(error)") }
+        switch error.code {
+        case .timedOut: return .timeout
+        default: return .networkUnreachable("\(error.code.rawValue): \(error.localizedDescription)")
         }
     }
 
@@ -98,16 +113,12 @@ public final class URLSessionAPIClient: APIClient {
     }
 
     private func perform(_ request: URLRequest) async throws(APIError) -> APIResponse {
-        sentCount.withLock { $0 += 1 }
         let data: Data
         let response: URLResponse
-        do { (data, response) = try await AbandonableCall.data(for: request, in: session) } catch let error as URLError {
-            switch error.code {
-            case .timedOut: throw .timeout
-            default: throw .networkUnreachable("\(error.code.rawValue): \(error.localizedDescription)")
-            }
+        do {
+            (data, response) = try await AbandonableCall.data(for: request, in: session) { sentCount.withLock { $0 += 1 } }
         } catch {
-            throw .networkUnreachable("\(error)")
+            throw Self.apiError(error)
         }
         guard let http = response as? HTTPURLResponse else { throw .undecodableBody("not an HTTP response") }
         var headers: [String: String] = [:]

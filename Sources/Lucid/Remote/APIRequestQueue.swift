@@ -119,7 +119,11 @@ public final class APIRequestQueue: Sendable {
         }
     }
 
-    /// Stops sending (queued requests stay persisted for the next run); waiters get `networkUnreachable`.
+    /// Stops sending (queued requests stay persisted for the next run); waiters get `networkUnreachable`. Returns
+    /// without waiting for a request being sent: over ``URLSessionAPIClient`` its transfer is abandoned, not
+    /// stopped, so it may still reach the server, and it stays queued, so it is sent again (delivery is at least
+    /// once). Reopen the queue once that transfer has ended (its timeout at most): before, its old copy could
+    /// reach the server after a later write the reopened queue sends.
     public func close() async {
         let (waiters, wake) = state.withLock { s -> ([CheckedContinuation<Result<APIResponse, APIError>, Never>], CheckedContinuation<Void, Never>?) in
             s.closed = true

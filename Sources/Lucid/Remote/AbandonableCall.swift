@@ -86,10 +86,13 @@ final class AbandonableCall<Value: Sendable>: Sendable {
 }
 
 extension AbandonableCall where Value == (Data, URLResponse) {
-    /// `session.data(for: request)` as an abandonable call (see the type's comment).
+    /// `session.data(for: request)` as an abandonable call (see the type's comment); `sending` runs as the request
+    /// is handed to the session (not when the calling task was cancelled before).
     /// - Throws: the `URLError` the transfer ends with, `.cancelled` when the calling task is cancelled.
-    static func data(for request: URLRequest, in session: URLSession) async throws -> (Data, URLResponse) {
+    static func data(for request: URLRequest, in session: URLSession,
+                     sending: () -> Void = {}) async throws -> (Data, URLResponse) {
         try await value { finish in
+            sending()
             session.dataTask(with: request) { data, response, error in
                 if let error {
                     finish(.failure(error))

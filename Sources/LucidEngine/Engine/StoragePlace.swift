@@ -21,10 +21,10 @@ extension StoragePlace {
     /// Orders `places` by page (``page``), in log order, keeping the records of one page in the order they had
     /// (stable): what reading each page once needs. Nothing else depends on the order, so correctness never does.
     ///
-    /// A least-significant-digit radix sort on each place's page numbered densely (segments relative to the lowest,
-    /// times the largest page offset plus one): a few linear passes, one per 8 significant bits (4 for a store of
-    /// a few segments of 64 MiB), instead of a comparison sort's n log n comparisons. Falls back to the standard
-    /// sort when the dense number would not fit 64 bits.
+    /// A least-significant-digit radix sort on one number per page: its segment relative to the lowest, times the
+    /// largest page offset (a byte offset) plus one, plus its offset. A few linear passes, one per 8 significant
+    /// bits of the largest such number (4 for a store of a few segments of 64 MiB), instead of a comparison sort's
+    /// n log n comparisons. Falls back to the standard sort, on (page, rank), when the number would not fit 64 bits.
     /// - Complexity: O(n × passes), plus a scratch copy of `places` (32 bytes per place) while it runs.
     static func sortByPage(_ places: inout [StoragePlace]) {
         guard places.count > 1 else { return }
@@ -38,7 +38,7 @@ extension StoragePlace {
         let stride = highOffset + 1
         let (span, overflow) = (highSegment - lowSegment + 1).multipliedReportingOverflow(by: stride)
         guard !overflow else {
-            places.sort { $0.page < $1.page }
+            places.sort { ($0.page, $0.rank) < ($1.page, $1.rank) }
             return
         }
         @inline(__always) func dense(_ place: StoragePlace) -> UInt64 {
