@@ -65,45 +65,10 @@ struct APIClientTests {
         }
     }
 
-    /// swift-corelibs-foundation #5412: cancelling a task awaiting `URLSession.data(for:)` while its transfer fails
-    /// deadlocked (the cancellation waited for the session's queue while holding the task's lock, which the queue's
-    /// thread needed to resume the task); a test run hung in `APIRequestQueue.close()` that way, and cancelling the
-    /// `URLSessionTask` from elsewhere crashed one. Requests to a closed port fail at once, so cancelling them a
-    /// moment after they start meets their failures. A smoke test: the race is rare, and this did not reproduce it
-    /// on demand with the old code; it checks that every such request ends, as unreachable.
-    @Test("cancelling requests while their connections fail ends every one with an error, without a hang",
-          .timeLimit(.minutes(1)))
-    func cancellationRacingFailures() async throws {
-        let closed = try LoopbackHTTPServer { _ in .json("{}") }
-        let closedHost = closed.host
-        closed.stop()
-        let client = URLSessionAPIClient(host: closedHost)
-        for round in 0..<300 {
-            // Not deduplicated: a shared call is not cancelled by its callers.
-            let requests = (0..<16).map { i in
-                Task { () -> Bool in
-                    do {
-                        _ = try await client.send(APIRequestConfig(method: .get, path: .path("r\(round)-\(i)"),
-                                                                   deduplicate: false))
-                        return false
-                    } catch let error as APIError {
-                        if case .networkUnreachable = error { return true }
-                        return false
-                    } catch {
-                        return false
-                    }
-                }
-            }
-            // Cancel them from 0 to 150 µs after they start: before, during and after their connections fail.
-            let deadline = ContinuousClock.now + .microseconds(10 * (round % 16))
-            while ContinuousClock.now < deadline {}
-            for request in requests { request.cancel() }
-            var failed = 0
-            for request in requests { if await request.value { failed += 1 } }
-            #expect(failed == requests.count, "round \(round): \(requests.count - failed) requests did not fail as unreachable")
-        }
-    }
-
+    /// Cancellation ends a send at once without cancelling its `URLSessionTask` (``AbandonableCall``), which
+    /// FoundationNetworking cannot do safely while the transfer ends (swift-corelibs-foundation issues 5412, a
+    /// deadlock that hung a test run in `APIRequestQueue.close()`, and 3296, a crash). That race is rare and was not
+    /// reproduced on demand; this shows the path taken instead, with a server that holds the request.
     @Test("a cancelled request ends while its server has not answered, cancelled before it starts or after it arrives",
           .timeLimit(.minutes(1)))
     func cancellationEndsRequests() async throws {
