@@ -72,12 +72,7 @@ struct APIClientTests {
     @Test("a cancelled request ends while its server has not answered, cancelled before it starts or after it arrives",
           .timeLimit(.minutes(1)))
     func cancellationEndsRequests() async throws {
-        let release = DispatchSemaphore(value: 0)
-        let server = try LoopbackHTTPServer { _ in
-            // Answers only when the test lets it (or after 20 s, so that a request cancellation missed succeeds).
-            _ = release.wait(timeout: .now() + 20)
-            return .json("{}")
-        }
+        let (server, release) = try Self.heldServer()
         defer {
             for _ in 0..<4 { release.signal() }
             server.stop()
@@ -117,11 +112,7 @@ struct APIClientTests {
     @Test("a cancelled caller of a shared GET stops waiting; the other caller still gets the one response",
           .timeLimit(.minutes(1)))
     func cancellationOfSharedCall() async throws {
-        let release = DispatchSemaphore(value: 0)
-        let server = try LoopbackHTTPServer { _ in
-            _ = release.wait(timeout: .now() + 20)
-            return .json(#"{"ok":true}"#)
-        }
+        let (server, release) = try Self.heldServer()
         defer {
             release.signal()
             server.stop()
@@ -146,6 +137,17 @@ struct APIClientTests {
         #expect(await Self.value(of: staying, within: 10) == .some(200))
         #expect(server.received.count == 1)
         #expect(client.requestsSent == 1)
+    }
+
+    /// A server that answers each request (200, `{}`) only once `release` is signalled for it, or after 20 s, so
+    /// that a request whose cancellation was missed succeeds late instead of hanging.
+    static func heldServer() throws -> (server: LoopbackHTTPServer, release: DispatchSemaphore) {
+        let release = DispatchSemaphore(value: 0)
+        let server = try LoopbackHTTPServer { _ in
+            _ = release.wait(timeout: .now() + 20)
+            return .json("{}")
+        }
+        return (server, release)
     }
 
     /// `task`'s value, or nil when it has none after `seconds` (the task is then left running).
