@@ -74,8 +74,10 @@ if seed % 3 == 0 || compacting { options.segmentSize = 1 << 20 }
 if compacting { options.autoCompaction = AutoCompactionPolicy(deadRatio: 0.3, minimumSealedBytes: 1 << 20) }
 // Half the children read (index maintenance, compaction) through mapped segments.
 options.memoryMappedReads = seed % 4 >= 2
-// A fifth of them store pages uncompressed (read in place once checked, when mapped).
+// A fifth of them store pages uncompressed (read in place once checked, when mapped), and two fifths compress
+// records one by one against their segment's dictionary.
 if seed % 5 == 1 { options.pageCompression = .none }
+if seed % 5 >= 3 { options.pageCompression = .lz4Records }
 let keyspaces = seed % 2 == 0 || compacting ? ["alpha", "beta"] : ["alpha"]
 let keySpace = compacting ? [12, 24, 48][Int(seed / 7 % 3)] : [16, 64, 200][Int(seed / 7 % 3)]
 

@@ -13,7 +13,7 @@ struct InspectionTests {
             let run = try CLI.run(["stats", dir, "--json"])
             #expect(run.status == 0, "\(run)")
             let json = try run.json()
-            #expect(json["format_version"] as? Int == 2)
+            #expect(json["format_version"] as? Int == 3)
             for member in ["size_bytes", "live_bytes", "dead_bytes"] {
                 #expect((json[member] as? Int).map { $0 >= 0 } == true, "\(member)")
             }
@@ -39,7 +39,7 @@ struct InspectionTests {
             try CLI.makeStore(dir, count: 30)
             let run = try CLI.run(["stats", dir])
             #expect(run.status == 0, "\(run)")
-            for fragment in ["format version:     2", "books: 30 records", "index genre: 30 entries",
+            for fragment in ["format version:     3", "books: 30 records", "index genre: 30 entries",
                              "films: 3 records", "compression ratio:", "live bytes:", "dead bytes:",
                              "0000000000000001.seg"] {
                 #expect(run.stdout.contains(fragment), "missing \"\(fragment)\" in\n\(run.stdout)")

@@ -14,6 +14,9 @@ struct CompactionOutput {
     let compressionLevel: Int
     /// Whether output pages are compressed at all (``EngineOptions/pageCompression``).
     let compressing: Bool
+    /// The dictionary each output's records are compressed against, written as its first page; nil: pages are
+    /// compressed whole (``EngineOptions/PageCompression``).
+    let dictionary: LZ4.PreparedDictionary?
     let segmentSize: UInt64
     /// The first LSN of the log the inputs hold (recorded in each output's header).
     let firstLSN: UInt64
@@ -30,7 +33,9 @@ struct CompactionOutput {
     private(set) var storedPayloadBytes: UInt64 = 0
 
     init(directory: String, fileSystem: any FileSystem, pageSize: Int, compressionLevel: Int, compressing: Bool = true,
-         segmentSize: UInt64, firstLSN: UInt64, allocateId: @escaping () -> UInt64) {
+         dictionary: LZ4.PreparedDictionary? = nil, segmentSize: UInt64, firstLSN: UInt64,
+         allocateId: @escaping () -> UInt64) {
+        self.dictionary = dictionary
         self.directory = directory
         self.fileSystem = fileSystem
         self.pageSize = pageSize
@@ -97,7 +102,12 @@ struct CompactionOutput {
                                                    fileSystem: fileSystem)
         file = created
         builder = PageBuilder(pageSize: pageSize, salt: created.header.pageSalt, firstLSN: 1, syncedLSN: 0,
-                              mode: .compacted, compressionLevel: compressionLevel, compressing: compressing)
+                              mode: .compacted, compressionLevel: compressionLevel, compressing: compressing,
+                              dictionary: dictionary)
+        if let dictionary {
+            created.installDictionary(dictionary)
+            builder!.appendDictionaryPages(dictionary.contents)
+        }
         written = UInt64(Format.segmentHeaderLength)
     }
 

@@ -9,6 +9,15 @@ extension EngineCore {
         try compactionLock.withLock { _ in try compactLocked(options) }
     }
 
+    /// The record dictionary of the newest segment that has one (``EngineOptions/PageCompression/lz4Records``):
+    /// the records written last, which a compaction's output is compressed against. Nil when none has one.
+    static func newestDictionary(_ state: EngineState) -> LZ4.PreparedDictionary? {
+        for entry in state.manifest.segments.reversed() {
+            if let file = state.segments[entry.id], let prepared = try? file.recordDictionary() { return prepared }
+        }
+        return nil
+    }
+
     private func compactLocked(_ options: CompactionOptions) throws -> CompactionSummary {
         let started = ContinuousClock.now
         try checkOpen()
@@ -32,7 +41,9 @@ extension EngineCore {
         }
         var output = CompactionOutput(directory: path, fileSystem: fileSystem, pageSize: self.options.pageSize,
                                       compressionLevel: self.options.compactionCompressionLevel,
-                                      compressing: self.options.pageCompression == .lz4,
+                                      compressing: self.options.pageCompression != .none,
+                                      dictionary: self.options.pageCompression == .lz4Records
+                                          ? Self.newestDictionary(snapshot) : nil,
                                       segmentSize: self.options.segmentSize, firstLSN: inputs[0].firstLSN,
                                       allocateId: { [self] in allocateSegmentId() })
         let committed = AtomicFlag()

@@ -29,6 +29,7 @@ extension EngineCore {
                                           deadBytes: 0)
             let pages = live[entry.id] ?? [:]
             var liveBytes = 0.0
+            var dictionaryBytes: UInt64 = 0
             var offset = UInt64(Format.segmentHeaderLength)
             while offset + UInt64(Format.pageHeaderLength) <= length {
                 let bytes = try file.handle.read(at: offset, count: Format.pageHeaderLength)
@@ -42,7 +43,10 @@ extension EngineCore {
                 stats.records += Int(header.recordCount)
                 rawTotal += UInt64(header.rawLength)
                 storedTotal += UInt64(header.storedLength)
-                if let p = pages[UInt32(truncatingIfNeeded: offset)] {
+                if header.type == Format.pageTypeDictionary {
+                    // Live while a record compressed against it is (below).
+                    dictionaryBytes = pageBytes
+                } else if let p = pages[UInt32(truncatingIfNeeded: offset)] {
                     stats.liveRecords += p
                     // The share of the page's records that are live (terms and per-record overhead are not in
                     // the index, so a byte share would undercount records with index terms).
@@ -51,6 +55,7 @@ extension EngineCore {
                 }
                 offset += pageBytes
             }
+            if stats.liveRecords > 0 { liveBytes += Double(dictionaryBytes) }
             stats.liveBytes = min(length, UInt64(liveBytes.rounded()))
             stats.deadBytes = length - stats.liveBytes
             segments.append(stats)

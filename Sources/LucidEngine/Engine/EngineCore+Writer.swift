@@ -116,10 +116,15 @@ extension EngineCore {
         // Read what the group replaces first: a failure here fails the commit before anything is written.
         let plan = try planGroup(batches)
         let segment = writer.active
+        let startsSegment = writer.activeEnd == UInt64(Format.segmentHeaderLength)
+        let dictionary = options.pageCompression == .lz4Records
+            ? recordDictionary(for: segment, startingIt: startsSegment, batches: batches) : nil
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
                                   firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN,
                                   expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes },
-                                  compressing: options.pageCompression == .lz4)
+                                  compressing: options.pageCompression != .none, dictionary: dictionary,
+                                  sampling: options.pageCompression == .lz4Records)
+        if let dictionary, startsSegment { builder.appendDictionaryPages(dictionary.contents) }
         var sequence = writer.lastSequence
         for pending in batches {
             sequence += 1
@@ -137,6 +142,7 @@ extension EngineCore {
             try syncActive()
         }
         writer.lastSequence = sequence
+        writer.recordSamples.add(builder.samples)
         groupsWritten.add(1, ordering: .relaxed)
         batchesCommitted.add(UInt64(batches.count), ordering: .relaxed)
 
@@ -166,6 +172,44 @@ extension EngineCore {
         }
         if let live = autoCompaction.liveRawBytes { autoCompaction.liveRawBytes = live + liveDelta }
         return sequences
+    }
+
+    /// The dictionary the records of a group written to `segment` are compressed against
+    /// (``EngineOptions/PageCompression/lz4Records``), or nil to compress its pages whole. A segment the group
+    /// starts gets one built from the records written lately, or from the group's own when too few were (a new
+    /// store); a segment that already holds pages keeps what it has (after a reopen: its first page, when that is
+    /// a dictionary). Writer thread only.
+    private func recordDictionary(for segment: SegmentFile, startingIt: Bool,
+                                  batches: [PendingCommit]) -> LZ4.PreparedDictionary? {
+        if let known = writer.segmentDictionary, known.segment == segment.id { return known.prepared }
+        var prepared: LZ4.PreparedDictionary?
+        if startingIt {
+            var bytes = writer.recordSamples.dictionary
+            if bytes.count < Format.maxDictionaryLength / 2 {
+                bytes = Self.sampleRecords(batches, upTo: Format.maxDictionaryLength - bytes.count) + bytes
+            }
+            prepared = bytes.isEmpty ? nil : segment.installDictionary(LZ4.PreparedDictionary(bytes))
+        } else {
+            prepared = try? segment.recordDictionary()
+        }
+        writer.segmentDictionary = (segment.id, prepared)
+        return prepared
+    }
+
+    /// Records of `batches`, encoded, spread evenly over them, at most `limit` bytes.
+    static func sampleRecords(_ batches: [PendingCommit], upTo limit: Int) -> [UInt8] {
+        let count = batches.reduce(0) { $0 + $1.batch.operations.count }
+        let stride = max(1, count / 256)
+        var writer = ByteWriter(capacity: limit)
+        var i = 0
+        for pending in batches {
+            for op in pending.batch.operations {
+                defer { i += 1 }
+                guard i % stride == 0, writer.bytes.count + RecordCodec.encodedSize(op, seqDelta: 0) <= limit else { continue }
+                _ = RecordCodec.encode(op, seqDelta: 0, into: &writer)
+            }
+        }
+        return writer.bytes
     }
 
     /// Plans a group against the published state. The copy of that state is released on return, before the

@@ -27,6 +27,12 @@ final class WriterState: @unchecked Sendable {
     /// the last one outgrows it, which bounds both the replay after a crash and the checkpoint write cost.
     var bytesSinceCheckpoint: UInt64 = 0
     var checkpointBytes: UInt64 = 0
+    /// The record dictionary of the active segment (``EngineOptions/PageCompression/lz4Records``), once decided:
+    /// `prepared` nil when the segment has none (written before, or by another mode), so its pages are compressed
+    /// whole. A segment keeps the dictionary it was given: rewriting its first group writes the same one.
+    var segmentDictionary: (segment: UInt64, prepared: LZ4.PreparedDictionary?)?
+    /// Records written lately, for the next segment's dictionary.
+    var recordSamples = RecordSamples()
 
     init(manifest: Manifest, active: SegmentFile, activeEnd: UInt64, nextLSN: UInt64, syncedLSN: UInt64,
          lastSequence: UInt64) {

@@ -3,8 +3,9 @@
 enum Format {
     /// Version written into manifests, segment headers and checkpoints; a larger one on disk is refused on open.
     /// 2: manifest entries carry a segment kind and end LSN, and the manifest lists obsolete segments
-    /// (compaction). Version 1 files are still read.
-    static let formatVersion: UInt32 = 2
+    /// (compaction). 3: pages whose records are compressed one by one against their segment's dictionary
+    /// (``pageFlagRecordsCompressed``, ``pageTypeDictionary``). Versions 1 and 2 are still read.
+    static let formatVersion: UInt32 = 3
 
     // MARK: Files
     static let lockFileName = "LOCK"
@@ -52,9 +53,10 @@ enum Format {
     static let pageMagic: UInt32 = 0x4C50_4147
     static let pageHeaderLength = 48
     static let pageHeaderCRCOffset = 44
-    /// Where a page header's fields lie (see docs/FORMAT.md, "Page"): flags (u8), the segment salt's low 32 bits,
-    /// `rawLength` and `storedLength` (u32, little-endian).
+    /// Where a page header's fields lie (see docs/FORMAT.md, "Page"): flags (u8), record count (u16), the segment
+    /// salt's low 32 bits, `rawLength` and `storedLength` (u32, little-endian).
     static let pageHeaderFlagsOffset = 5
+    static let pageHeaderRecordCountOffset = 6
     static let pageHeaderSaltOffset = 8
     static let pageHeaderRawLengthOffset = 12
     static let pageHeaderStoredLengthOffset = 16
@@ -63,7 +65,17 @@ enum Format {
     static let pageFlagCompressed: UInt8 = 1 << 0
     static let pageFlagCommit: UInt8 = 1 << 1
     static let pageFlagGroupStart: UInt8 = 1 << 2
-    static let pageKnownFlags: UInt8 = pageFlagCompressed | pageFlagCommit | pageFlagGroupStart
+    /// The payload is `recordCount` entries `rawLength varint | storedLength varint | stored bytes`, each record
+    /// LZ4-compressed alone against the segment's dictionary when `storedLength < rawLength` (format version 3).
+    static let pageFlagRecordsCompressed: UInt8 = 1 << 3
+    static let pageKnownFlags: UInt8 = pageFlagCompressed | pageFlagCommit | pageFlagGroupStart | pageFlagRecordsCompressed
+    /// A segment's record dictionary: its payload is the dictionary's bytes. Safe to ignore (no records); written as
+    /// a segment's first two pages (the second a copy), and only those are ever read as one (format version 3).
+    static let pageTypeDictionary: UInt8 = pageTypeSafeToIgnoreBit | 1
+    /// The longest dictionary (LZ4 matches reach back 64 KiB at most).
+    static let maxDictionaryLength = 64 << 10
+    /// The longest record-dictionary entry's two length varints.
+    static let maxRecordEntryOverhead = 10
     static let maxRawPageLength = 8 << 20
     static let maxRecordsPerPage = Int(UInt16.max)
 

@@ -124,6 +124,69 @@
         return summary
     }
 
+    /// The dictionary ``decodeRecordPayload(_:recordCount:range:)`` decodes against: fixed record-like bytes.
+    private static let fuzzDictionary = LZ4.PreparedDictionary(
+        Array(String(repeating: "{\"keyspace\":\"books\",\"title\":\"The Quiet Mirror\",\"genre\":\"travel\"}", count: 40).utf8))
+
+    /// What ``decodeRecordPayload(_:recordCount:range:)`` gives: the whole raw payload, the bytes `range` of it read
+    /// alone (as a point read decodes one record), and the whole payload encoded again from `whole` and decoded.
+    public struct RecordPayloadReads: Sendable {
+        public var whole: [UInt8]?
+        public var part: [UInt8]?
+        public var reencoded: [UInt8]?
+        /// The raw length the payload's table claims (what the reads were asked to decode to).
+        public var rawLength: Int
+    }
+
+    /// Reads `payload` as the payload of a page of `recordCount` records compressed one by one against a fixed
+    /// dictionary (``RecordPageCodec``), taking the raw length its table claims (capped at the largest page):
+    /// whole, then only `range` (clamped into the raw length), then, when the whole read succeeds, its records
+    /// encoded again by the writer's codec and decoded. Never traps; a read that fails gives nil.
+    public static func decodeRecordPayload(_ payload: [UInt8], recordCount: Int, range: Range<Int>) -> RecordPayloadReads {
+        var rawLength = 0
+        payload.withUnsafeBytes { bytes in
+            var reader = ByteReader(bytes)
+            for _ in 0..<recordCount {
+                guard let raw = reader.length(max: Format.maxRawPageLength - rawLength), reader.varint() != nil else { break }
+                rawLength += raw
+            }
+        }
+        var reads = RecordPayloadReads(rawLength: rawLength)
+        guard rawLength > 0, recordCount <= Format.maxRecordsPerPage else { return reads }
+        let header = PageHeader(type: Format.pageTypeData, flags: Format.pageFlagRecordsCompressed,
+                                recordCount: UInt16(recordCount), salt: 0, rawLength: UInt32(rawLength),
+                                storedLength: UInt32(payload.count), lsn: 1, syncedLSN: 0, baseSequence: 0, maskedCRC: 0)
+        let lower = min(range.lowerBound, rawLength - 1)
+        let clamped = lower..<max(lower + 1, min(range.upperBound, rawLength))
+        payload.withUnsafeBytes { bytes in
+            reads.whole = try? RecordPageCodec.decode(bytes, header: header, dictionary: fuzzDictionary, file: "fuzz", offset: 0)
+            reads.part = try? RecordPageCodec.bytes(clamped, of: bytes, header: header, dictionary: fuzzDictionary,
+                                                    file: "fuzz", offset: 0)
+        }
+        if let whole = reads.whole {
+            // The records' boundaries, from the table.
+            var starts: [Int] = []
+            payload.withUnsafeBytes { bytes in
+                _ = RecordPageCodec.forEachEntry(bytes, recordCount: recordCount, rawLength: rawLength) {
+                    starts.append($0.rawStart)
+                    return true
+                }
+            }
+            var encoded: [UInt8] = []
+            var scratch: [UInt8] = []
+            whole.withUnsafeBytes {
+                RecordPageCodec.encode($0, recordStarts: starts, dictionary: fuzzDictionary, appendingTo: &encoded,
+                                       scratch: &scratch)
+            }
+            var again = header
+            again.storedLength = UInt32(encoded.count)
+            reads.reencoded = encoded.withUnsafeBytes {
+                try? RecordPageCodec.decode($0, header: again, dictionary: fuzzDictionary, file: "fuzz", offset: 0)
+            }
+        }
+        return reads
+    }
+
     /// Builds one commit group of `records` with the writer's ``PageBuilder`` (LZ4 when it saves 1/8), on pages of
     /// `pageSize` raw bytes. Each record's `sequence` is its commit sequence; sequences must not decrease. Names
     /// are taken as UTF-8. Returns the exact bytes the writer would append.

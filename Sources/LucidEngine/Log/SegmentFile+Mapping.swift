@@ -67,8 +67,8 @@ extension SegmentFile {
     /// `pread` path's checks against `fileEnd`; nil when the page does not lie wholly below `limit` (the readable
     /// end, at most the mapping's size), for the `pread` path to read. So a damaged header can never make a read
     /// leave the bytes the file holds. `decode` verifies the payload (``PageCodec``, as every reader of
-    /// ``StoredPageDecoder`` does): a page it returns from, stored uncompressed, is marked checked when the mapping
-    /// tracks that (``CheckedPages``).
+    /// ``StoredPageDecoder`` does): a page it returns from, stored without whole-page compression (as it is, or
+    /// records compressed one by one), is marked checked when the mapping tracks that (``CheckedPages``).
     func mappedPage<R>(at offset: UInt64, fileEnd: UInt64, limit: UInt64, in mapped: SegmentMapping,
                        _ decode: StoredPageDecoder<R>) throws -> R? {
         let bytes = mapped.bytes
@@ -93,9 +93,13 @@ extension SegmentFile {
     }
 
     /// The bytes `range` of the raw payload of the page at `offset`, copied straight from the mapping, when this
-    /// process has checked that page and found it stored uncompressed (``CheckedPages``); nil otherwise, for the
-    /// caller to read the page as usual. Reads the page's header (checked with the page, and never changed since)
-    /// and the value, nothing else, all below the readable end as every mapped read. O(range.count), no lock.
+    /// process has checked that page and found it stored without whole-page compression (``CheckedPages``); nil
+    /// otherwise, for the caller to read the page as usual. Reads the page's header (checked with the page, and
+    /// never changed since) and the value, nothing else, all below the readable end as every mapped read.
+    /// O(range.count), no lock. A page of records compressed one by one (``RecordPageCodec``) is read by walking
+    /// its entries' lengths to the one holding `range` and decoding that entry alone, up to where `range` ends:
+    /// O(entries + range.upperBound - entry start); an entry that does not decode, or a range across entries, gives
+    /// nil (the usual read then names the damage).
     ///
     /// A page's bit covers 32 bytes, so an offset that is not the start of the page it falls on (a damaged
     /// location) finds the bit set too: the header it then reads must still have the page magic, this segment's
@@ -116,14 +120,35 @@ extension SegmentFile {
             }
             let flags = header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self)
             let storedLength = u32(Format.pageHeaderStoredLengthOffset)
+            let rawLength = u32(Format.pageHeaderRawLengthOffset)
             guard u32(0) == Format.pageMagic, u32(Format.pageHeaderSaltOffset) == self.header.pageSalt,
-                  flags & Format.pageFlagCompressed == 0, u32(Format.pageHeaderRawLengthOffset) == storedLength,
-                  UInt64(storedLength) <= limit - offset - headerLength else { return nil }
-            guard range.lowerBound >= 0, range.upperBound <= Int(storedLength) else {
+                  flags & Format.pageFlagCompressed == 0, UInt64(storedLength) <= limit - offset - headerLength
+            else { return nil }
+            guard range.lowerBound >= 0, range.upperBound <= Int(rawLength) else {
                 throw LucidError.corruption("value range lies outside its page", file: path, offset: offset)
             }
-            let value = header + Int(headerLength) + range.lowerBound
-            return Array(UnsafeRawBufferPointer(start: value, count: range.count))
+            let stored = UnsafeRawBufferPointer(start: header + Int(headerLength), count: Int(storedLength))
+            if flags & Format.pageFlagRecordsCompressed != 0 {
+                // Checked with its page, so the dictionary was loaded then.
+                guard let dictionary = dictionary.load(), range.count > 0 else { return range.isEmpty ? [] : nil }
+                let recordCount = Int(UInt16(littleEndian: header.loadUnaligned(fromByteOffset: Format.pageHeaderRecordCountOffset,
+                                                                                  as: UInt16.self)))
+                var found: RecordPageCodec.Entry?
+                let wellFormed = RecordPageCodec.forEachEntry(stored, recordCount: recordCount, rawLength: Int(rawLength)) {
+                    guard range.lowerBound < $0.rawStart + $0.rawLength else { return true }
+                    found = $0
+                    return false
+                }
+                guard wellFormed, let entry = found, range.upperBound <= entry.rawStart + entry.rawLength else { return nil }
+                let local = (range.lowerBound - entry.rawStart)..<(range.upperBound - entry.rawStart)
+                let source = UnsafeRawBufferPointer(rebasing: stored[entry.stored])
+                guard entry.isCompressed else { return Array(source[local]) }
+                return dictionary.withDecompressedPrefix(source, rawLength: entry.rawLength, prefixLength: local.upperBound) {
+                    Array($0[local])
+                }
+            }
+            guard rawLength == storedLength else { return nil }
+            return Array(UnsafeRawBufferPointer(rebasing: stored[range]))
         }
     }
 }

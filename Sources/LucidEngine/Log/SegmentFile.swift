@@ -12,6 +12,9 @@ final class SegmentFile: Sendable {
     /// How far reads through the mapping may go: the sealed length, or the active segment's published end
     /// (stored before the records are published, so a location a reader holds never lies past it).
     let readableEnd = Atomic<UInt64>(0)
+    /// The segment's record dictionary once known: written by the writer as the segment's first page, or read from
+    /// there by ``recordDictionary()``. Set once.
+    let dictionary = AtomicLazyReference<LZ4.PreparedDictionary>()
 
     init(id: UInt64, path: String, header: SegmentHeader, handle: any FileHandle) {
         self.id = id
@@ -22,6 +25,64 @@ final class SegmentFile: Sendable {
 
     deinit { try? handle.close() }
 
+    /// The dictionary the segment's record-compressed pages were written against: its first page
+    /// (``Format/pageTypeDictionary``), or the copy right after it when the first does not check out; read the first
+    /// time it is needed, then kept. - Throws: ``LucidError/Code/corruption`` at offset 64 when neither copy is a
+    /// valid dictionary page, I/O errors.
+    func recordDictionary() throws -> LZ4.PreparedDictionary {
+        if let known = dictionary.load() { return known }
+        let first = UInt64(Format.segmentHeaderLength)
+        let span = Format.pageHeaderLength + Format.maxDictionaryLength
+        let bytes = try handle.read(at: first, count: 2 * span)
+        // The first copy where it must be; else the second, after a first whose header is intact, or found by its
+        // magic when that header is damaged too.
+        var candidates = [0]
+        if let length = Self.dictionaryPageLength(bytes, at: 0, salt: header.pageSalt, checkingPayload: false) {
+            candidates.append(length)
+        } else {
+            let magic = withUnsafeBytes(of: Format.pageMagic.littleEndian) { Array($0) }
+            var i = Format.pageHeaderLength + 1
+            while i + Format.pageHeaderLength <= bytes.count && i <= span {
+                if bytes[i] == magic[0] && Array(bytes[i..<(i + 4)]) == magic { candidates.append(i) }
+                i += 1
+            }
+        }
+        for at in candidates {
+            if let length = Self.dictionaryPageLength(bytes, at: at, salt: header.pageSalt, checkingPayload: true) {
+                let payload = Array(bytes[(at + Format.pageHeaderLength)..<(at + length)])
+                return dictionary.storeIfNil(LZ4.PreparedDictionary(payload))
+            }
+        }
+        throw LucidError.corruption("records are compressed against a dictionary, but neither of the segment's first "
+                                    + "two pages is a valid one", file: path, offset: first)
+    }
+
+    /// The length (header and payload) of the valid dictionary page at `at` in `bytes`, or nil. Checks the
+    /// header as every page's, the type, and, when `checkingPayload`, the whole page's checksum.
+    private static func dictionaryPageLength(_ bytes: [UInt8], at: Int, salt: UInt32, checkingPayload: Bool) -> Int? {
+        guard at + Format.pageHeaderLength <= bytes.count else { return nil }
+        return bytes.withUnsafeBytes { raw -> Int? in
+            let headerBytes = UnsafeRawBufferPointer(rebasing: raw[at..<(at + Format.pageHeaderLength)])
+            guard case .success(let header) = PageHeader.decode(
+                headerBytes, expectedSalt: salt, bytesAvailable: UInt64(bytes.count - at - Format.pageHeaderLength)),
+                header.type == Format.pageTypeDictionary, !header.isCompressed, !header.hasCompressedRecords,
+                Int(header.storedLength) <= Format.maxDictionaryLength else { return nil }
+            let length = Format.pageHeaderLength + Int(header.storedLength)
+            if checkingPayload {
+                let payload = UnsafeRawBufferPointer(rebasing: raw[(at + Format.pageHeaderLength)..<(at + length)])
+                guard PageHeader.computeCRC(headerBytes: headerBytes, payload: payload) == header.maskedCRC else { return nil }
+            }
+            return length
+        }
+    }
+
+    /// Makes `prepared` the segment's dictionary (the writer, as it writes it as the first page). Keeps the one
+    /// already known, which the writer never changes for a segment it wrote to.
+    @discardableResult
+    func installDictionary(_ prepared: LZ4.PreparedDictionary) -> LZ4.PreparedDictionary {
+        dictionary.storeIfNil(prepared)
+    }
+
     /// Reads and fully verifies the page at `offset` (which must end by `fileEnd`), returning its raw payload.
     /// Throws ``LucidError/Code/corruption`` naming this file and the offset for any failed check, so bytes that
     /// fail their checksum are never returned.
@@ -31,7 +92,7 @@ final class SegmentFile: Sendable {
     func readPage(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int = 0) throws -> (PageHeader, PageBuffer) {
         try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored in
             let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                    file: path, offset: offset)
+                                                    file: path, offset: offset, dictionary: recordDictionary)
             return (header, PageBuffer(raw))
         }
     }
@@ -44,7 +105,8 @@ final class SegmentFile: Sendable {
                    expectedStoredLength: Int = 0) throws -> (PageHeader, [UInt8]) {
         try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored in
             let value = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                      range: range, file: path, offset: offset)
+                                                      range: range, file: path, offset: offset,
+                                                      dictionary: recordDictionary)
             return (header, value)
         }
     }
@@ -112,9 +174,15 @@ enum PageCodec {
 
     /// The raw payload of a page whose header and stored payload are `headerBytes` and `stored`, after checking
     /// the length and the checksum and decompressing. - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
+    /// `dictionary` gives the segment's record dictionary, asked for only by a page whose records are compressed
+    /// against it (``RecordPageCodec``).
     static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
-                                file: String, offset: UInt64) throws -> [UInt8] {
+                                file: String, offset: UInt64,
+                                dictionary: () throws -> LZ4.PreparedDictionary) throws -> [UInt8] {
         try verify(header: header, headerBytes: headerBytes, stored: stored, file: file, offset: offset)
+        if header.hasCompressedRecords {
+            return try RecordPageCodec.decode(stored, header: header, dictionary: try dictionary(), file: file, offset: offset)
+        }
         if !header.isCompressed { return Array(stored) }
         guard let raw = LZ4.decompress(stored, rawLength: Int(header.rawLength)) else {
             throw LucidError.corruption("page payload does not decompress to \(header.rawLength) bytes", file: file, offset: offset)
@@ -129,13 +197,18 @@ enum PageCodec {
     /// - Throws: ``LucidError/Code/corruption`` at `file`, `offset` when a check fails or `range` lies outside the
     ///   payload.
     static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
-                                range: Range<Int>, file: String, offset: UInt64) throws -> [UInt8] {
+                                range: Range<Int>, file: String, offset: UInt64,
+                                dictionary: () throws -> LZ4.PreparedDictionary) throws -> [UInt8] {
         try verify(header: header, headerBytes: headerBytes, stored: stored, file: file, offset: offset)
-        let rawLength = header.isCompressed ? Int(header.rawLength) : stored.count
+        let rawLength = header.isCompressed || header.hasCompressedRecords ? Int(header.rawLength) : stored.count
         guard range.lowerBound >= 0, range.upperBound <= rawLength else {
             throw LucidError.corruption("value range lies outside its page", file: file, offset: offset)
         }
         if range.isEmpty { return [] }
+        if header.hasCompressedRecords {
+            return try RecordPageCodec.bytes(range, of: stored, header: header, dictionary: try dictionary(),
+                                             file: file, offset: offset)
+        }
         if !header.isCompressed { return Array(stored[range]) }
         guard let value = LZ4.withDecompressedPrefix(stored, rawLength: rawLength, prefixLength: range.upperBound,
                                                      { Array($0[range]) }) else {

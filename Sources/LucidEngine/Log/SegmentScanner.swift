@@ -55,13 +55,33 @@ struct SegmentScanner {
         }
         let stored = try bytes(at: position + UInt64(Format.pageHeaderLength), count: Int(header.storedLength))
         let raw: [UInt8]
+        // The segment's dictionary, for a page of records compressed against it: an I/O error reading it is this
+        // call's I/O error; a damaged dictionary makes the page undecodable, not damaged (`PageFailure.intact`).
+        var dictionaryDamage: LucidError?
+        let segment = file
+        func dictionary() throws -> LZ4.PreparedDictionary {
+            do {
+                return try segment.recordDictionary()
+            } catch let error as LucidError where error.code == .corruption {
+                dictionaryDamage = error
+                throw error
+            } catch let error as LucidError {
+                throw DictionaryReadError(error: error)
+            }
+        }
         do {
             raw = try headerBytes.withUnsafeBytes { h in
                 try stored.withUnsafeBytes {
-                    try PageCodec.verifyAndDecode(header: header, headerBytes: h, stored: $0, file: file.path, offset: position)
+                    try PageCodec.verifyAndDecode(header: header, headerBytes: h, stored: $0, file: file.path, offset: position,
+                                                  dictionary: dictionary)
                 }
             }
+        } catch let error as DictionaryReadError {
+            throw error.error
         } catch let error as LucidError {
+            if let damage = dictionaryDamage {
+                return .failure(.init("the page's records need a damaged dictionary (\(damage.message))", intact: header))
+            }
             return .failure(.init(error.message))
         }
         guard header.type == Format.pageTypeData else {
@@ -77,7 +97,18 @@ struct SegmentScanner {
     /// Why a page was rejected.
     struct PageFailure: Error {
         var reason: String
-        init(_ reason: String) { self.reason = reason }
+        /// Set when the page itself is intact (its header and checksum hold) but its records are compressed against
+        /// a dictionary that is damaged or missing: proof that the writer wrote it, though it cannot be read.
+        var intact: PageHeader?
+        init(_ reason: String, intact: PageHeader? = nil) {
+            self.reason = reason
+            self.intact = intact
+        }
+    }
+
+    /// An I/O error met reading a segment's dictionary, carried past the scanner's handling of damage.
+    private struct DictionaryReadError: Error {
+        var error: LucidError
     }
 
     /// The next page, the end, or the first invalid bytes. Throws only I/O errors.
@@ -97,7 +128,10 @@ struct SegmentScanner {
     mutating func seek(to position: UInt64) { offset = position }
 
     /// The first offset after `position` where a complete valid page of this segment starts, trying every
-    /// byte offset (bounded by the segment's size). Used to tell a torn tail from damaged durable data.
+    /// byte offset (bounded by the segment's size). Used to tell a torn tail from damaged durable data, so an intact
+    /// page whose records need a damaged dictionary counts too (returned with an empty payload; reading it with
+    /// ``next()`` reports it invalid): a damaged dictionary must not make the acknowledged groups after it look
+    /// like a torn tail.
     mutating func findValidPage(after position: UInt64) throws -> (offset: UInt64, header: PageHeader, raw: PageBuffer)? {
         var candidate = position + 1
         let magic = withUnsafeBytes(of: Format.pageMagic.littleEndian) { Array($0) }
@@ -109,7 +143,11 @@ struct SegmentScanner {
             while i + 4 <= chunk.count {
                 if chunk[i] == magic[0] && chunk[i + 1] == magic[1] && chunk[i + 2] == magic[2] && chunk[i + 3] == magic[3] {
                     let at = candidate + UInt64(i)
-                    if case .success(let (header, raw)) = try page(at: at) { return (at, header, raw) }
+                    switch try page(at: at) {
+                    case .success(let (header, raw)): return (at, header, raw)
+                    case .failure(let failure):
+                        if let header = failure.intact { return (at, header, PageBuffer([])) }
+                    }
                 }
                 i += 1
             }

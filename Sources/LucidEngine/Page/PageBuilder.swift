@@ -24,6 +24,13 @@ struct PageBuilder {
     let compressionLevel: Int
     /// Whether pages are offered to LZ4 at all (``EngineOptions/PageCompression``); false stores them as they are.
     let compressing: Bool
+    /// When set, each record is compressed alone against this dictionary (``RecordPageCodec``), instead of the
+    /// page as one block; the segment's first page must hold it (``appendDictionaryPage(_:)``).
+    let dictionary: LZ4.PreparedDictionary?
+    /// Whether sealed pages give ``samples``.
+    let sampling: Bool
+    /// The first record of each sealed page, when ``sampling``: what the writer builds later dictionaries from.
+    private(set) var samples: [[UInt8]] = []
     private(set) var nextLSN: UInt64
     /// Bytes already handed out by ``drain()``; page starts in ``placements`` count them.
     private(set) var drainedBytes = 0
@@ -41,12 +48,18 @@ struct PageBuilder {
     private var pending: [Int] = []   // indices into placements waiting for this page's start
     private(set) var placements: [Placement] = []
     private var compressed: [UInt8] = []
+    /// Where each record of the page being filled starts in it (for per-record compression and samples).
+    private var recordStarts: [Int] = []
+    private var entryScratch: [UInt8] = []
 
     /// A builder for pages of `pageSize` raw bytes. `expectedBytes` (the records' approximate raw size, when
     /// known) sizes ``output`` up front, so that appending the sealed pages does not reallocate and copy it.
     init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64, mode: Mode = .commitGroup,
-         expectedBytes: Int = 0, compressionLevel: Int = 0, compressing: Bool = true) {
+         expectedBytes: Int = 0, compressionLevel: Int = 0, compressing: Bool = true,
+         dictionary: LZ4.PreparedDictionary? = nil, sampling: Bool = false) {
         self.mode = mode
+        self.dictionary = dictionary
+        self.sampling = sampling
         self.compressionLevel = compressionLevel
         self.compressing = compressing
         self.pageSize = pageSize
@@ -72,6 +85,7 @@ struct PageBuilder {
                 delta = 0
             }
         }
+        recordStarts.append(raw.count)
         let valueOffset = RecordCodec.encode(op, seqDelta: delta, into: &raw)
         recordCount += 1
         placements.append(Placement(pageStart: -1, valueOffset: valueOffset))
@@ -97,39 +111,69 @@ struct PageBuilder {
         return bytes
     }
 
+    /// Writes `bytes` as the dictionary the records of this segment are compressed against: two dictionary pages
+    /// (``Format/pageTypeDictionary``), the second a copy that readers fall back to when the first is damaged.
+    /// Call first, before any record, and only for a segment's first pages.
+    mutating func appendDictionaryPages(_ bytes: [UInt8]) {
+        precondition(pageCount == 0 && recordCount == 0 && !bytes.isEmpty && bytes.count <= Format.maxDictionaryLength)
+        for copy in 0..<2 {
+            let groupFlags = mode == .compacted ? Format.pageFlagGroupStart | Format.pageFlagCommit
+                : copy == 0 ? Format.pageFlagGroupStart : 0
+            emit(type: Format.pageTypeDictionary, flags: groupFlags, recordCount: 0, rawLength: bytes.count, payload: bytes)
+        }
+    }
+
     private mutating func sealPage(commit: Bool) {
         let start = drainedBytes + output.count
         let rawBytes = raw.bytes
         compressed.removeAll(keepingCapacity: true)
-        let compressedSize = !compressing ? nil
-            : rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
-        let useCompressed = compressedSize.map {
-            $0 < rawBytes.count - rawBytes.count / Format.compressionMinimumSavingDivisor
-        } ?? false
-        var header = PageHeader(
-            type: Format.pageTypeData,
-            flags: (useCompressed ? Format.pageFlagCompressed : 0) | (commit ? Format.pageFlagCommit : 0)
+        var flags: UInt8 = 0
+        if let dictionary {
+            rawBytes.withUnsafeBytes {
+                RecordPageCodec.encode($0, recordStarts: recordStarts, dictionary: dictionary, appendingTo: &compressed,
+                                       scratch: &entryScratch)
+            }
+            flags = Format.pageFlagRecordsCompressed
+        } else {
+            let compressedSize = !compressing ? nil
+                : rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
+            let useCompressed = compressedSize.map {
+                $0 < rawBytes.count - rawBytes.count / Format.compressionMinimumSavingDivisor
+            } ?? false
+            flags = useCompressed ? Format.pageFlagCompressed : 0
+        }
+        if sampling, let first = recordStarts.first {
+            samples.append(Array(rawBytes[first..<(recordStarts.count > 1 ? recordStarts[1] : rawBytes.count)]))
+        }
+        emit(type: Format.pageTypeData,
+             flags: flags | (commit ? Format.pageFlagCommit : 0)
                 | (pageCount == 0 || mode == .compacted ? Format.pageFlagGroupStart : 0),
-            recordCount: UInt16(recordCount), salt: salt, rawLength: UInt32(rawBytes.count),
-            storedLength: UInt32(useCompressed ? compressed.count : rawBytes.count),
-            lsn: nextLSN, syncedLSN: syncedLSN, baseSequence: baseSequence, maskedCRC: 0)
+             recordCount: recordCount, rawLength: rawBytes.count, payload: flags == 0 ? rawBytes : compressed)
+        if mode == .commitGroup { rawPages.append((start, rawBytes)) }
+        for i in pending { placements[i].pageStart = start }
+        pending.removeAll(keepingCapacity: true)
+        raw = ByteWriter(capacity: pageSize)
+        recordCount = 0
+        recordStarts.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends one page (header, with its checksum, then `payload`) to ``output``.
+    private mutating func emit(type: UInt8, flags: UInt8, recordCount: Int, rawLength: Int, payload: [UInt8]) {
+        var header = PageHeader(
+            type: type, flags: flags, recordCount: UInt16(recordCount), salt: salt, rawLength: UInt32(rawLength),
+            storedLength: UInt32(payload.count), lsn: nextLSN, syncedLSN: syncedLSN,
+            baseSequence: type == Format.pageTypeData ? baseSequence : 0, maskedCRC: 0)
         var headerWriter = ByteWriter(capacity: Format.pageHeaderLength)
         header.encode(into: &headerWriter)
-        let payload = useCompressed ? compressed : rawBytes
         header.maskedCRC = headerWriter.bytes.withUnsafeBytes { h in
             payload.withUnsafeBytes { PageHeader.computeCRC(headerBytes: h, payload: $0) }
         }
         headerWriter.setU32(header.maskedCRC, at: Format.pageHeaderCRCOffset)
         output.append(contentsOf: headerWriter.bytes)
         output.append(contentsOf: payload)
-        rawPayloadBytes += rawBytes.count
+        rawPayloadBytes += rawLength
         storedPayloadBytes += payload.count
-        if mode == .commitGroup { rawPages.append((start, rawBytes)) }
-        for i in pending { placements[i].pageStart = start }
-        pending.removeAll(keepingCapacity: true)
         nextLSN += 1
         pageCount += 1
-        raw = ByteWriter(capacity: pageSize)
-        recordCount = 0
     }
 }

@@ -11,7 +11,10 @@ struct PageHeader: Sendable, Hashable {
     var baseSequence: UInt64
     var maskedCRC: UInt32
 
+    /// The payload is one LZ4 block (flag bit 0).
     var isCompressed: Bool { flags & Format.pageFlagCompressed != 0 }
+    /// The payload is records compressed one by one against the segment's dictionary (flag bit 3).
+    var hasCompressedRecords: Bool { flags & Format.pageFlagRecordsCompressed != 0 }
     var isCommit: Bool { flags & Format.pageFlagCommit != 0 }
     var isGroupStart: Bool { flags & Format.pageFlagGroupStart != 0 }
     var totalLength: Int { Format.pageHeaderLength + Int(storedLength) }
@@ -57,10 +60,18 @@ struct PageHeader: Sendable, Hashable {
         guard header.rawLength > 0, Int(header.rawLength) <= Format.maxRawPageLength else {
             return .failure(.rawLengthTooLarge(header.rawLength))
         }
-        let storedCap = header.isCompressed ? LZ4.bound(Int(header.rawLength)) : Int(header.rawLength)
+        guard !(header.isCompressed && header.hasCompressedRecords),
+              !header.hasCompressedRecords || header.type == Format.pageTypeData else {
+            return .failure(.unknownFlags(header.flags))
+        }
+        // A record entry is stored as it is when compressing does not make it smaller, so the payload is at most
+        // the raw records plus each entry's two lengths.
+        let storedCap = header.isCompressed ? LZ4.bound(Int(header.rawLength))
+            : header.hasCompressedRecords ? Int(header.rawLength) + Int(header.recordCount) * Format.maxRecordEntryOverhead
+            : Int(header.rawLength)
         guard header.storedLength > 0, Int(header.storedLength) <= storedCap,
               UInt64(header.storedLength) <= bytesAvailable,
-              header.isCompressed || header.storedLength == header.rawLength else {
+              header.isCompressed || header.hasCompressedRecords || header.storedLength == header.rawLength else {
             return .failure(.storedLengthOutOfBounds(header.storedLength))
         }
         guard header.salt == expectedSalt else { return .failure(.wrongSalt) }

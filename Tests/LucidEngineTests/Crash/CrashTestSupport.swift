@@ -173,9 +173,16 @@ struct CrashWorkloadOutcome {
 
 let crashStorePath = "/store"
 
+/// The page compression of the engines the crash workloads open (`crashFaultOptions`): a test run for another
+/// sets it around its body.
+enum CrashCompression {
+    @TaskLocal static var current: EngineOptions.PageCompression = EngineOptions().pageCompression
+}
+
 func crashFaultOptions(_ fs: FaultFileSystem, segmentSize: UInt64 = 1 << 20,
                        pageCacheBytes: Int? = nil) -> EngineOptions {
     var options = EngineOptions()
+    options.pageCompression = CrashCompression.current
     options.fileSystem = fs
     options.segmentSize = segmentSize
     if let pageCacheBytes { options.pageCacheBytes = pageCacheBytes }

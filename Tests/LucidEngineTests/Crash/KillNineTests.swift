@@ -149,10 +149,12 @@ struct KillNineTests {
 
         do {
             // Every other round reads the recovered store through mapped segments; every third reads uncompressed
-            // pages in place once checked.
+            // pages in place once checked, and another third compresses records one by one (the child chose how
+            // the pages it wrote are stored: lucid-crash-child).
             var reopenOptions = EngineOptions()
             reopenOptions.memoryMappedReads = run.lines.count % 2 == 0
             if run.lines.count % 3 == 0 { reopenOptions.pageCompression = .none }
+            if run.lines.count % 3 == 1 { reopenOptions.pageCompression = .lz4Records }
             let engine = try Engine.open(at: directory, options: reopenOptions)
             let recovered = engine.statistics.lastSequence
             let state = try crashReadModel(engine)

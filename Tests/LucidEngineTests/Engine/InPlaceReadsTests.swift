@@ -6,7 +6,8 @@ import LucidEngineTestSupport
 /// `EngineOptions.pageCompression = .none`: pages are stored as they are, and with mapped reads a page is checked
 /// the first time this process reads it, then read in place (``CheckedPages``): values equal what was written
 /// across roll, reopen and compaction, with and without the mapping; damage a first read meets is the usual typed
-/// corruption; a store written compressed keeps reading its compressed pages through the cache.
+/// corruption; a store written compressed keeps reading its compressed pages through the cache. The same holds for
+/// `.lz4Records` (records compressed one by one against the segment's dictionary, decoded alone in place).
 @Suite("Engine: uncompressed pages read in place")
 struct InPlaceReadsTests {
     static func key(_ i: Int) -> [UInt8] { Array("in-place-\(i)".utf8) }
@@ -60,12 +61,16 @@ struct InPlaceReadsTests {
 
     /// Writes records `0..<count` with one engine, closes it, and opens the store again: no page is cached or
     /// checked yet.
-    static func writtenAndReopened(_ dir: String, count: Int) throws -> Engine {
-        let writer = try Engine.open(at: dir, options: options(.none))
+    static func writtenAndReopened(_ dir: String, count: Int,
+                                   compression: EngineOptions.PageCompression = .none) throws -> Engine {
+        let writer = try Engine.open(at: dir, options: options(compression))
         try write(writer, 0..<count, generation: 0)
         try writer.close()
-        return try Engine.open(at: dir, options: options(.none))
+        return try Engine.open(at: dir, options: options(compression))
     }
+
+    /// The two compressions whose checked pages are read in place.
+    static let inPlace: [EngineOptions.PageCompression] = [.none, .lz4Records]
 
     /// XORs `mask` into the byte at `offset` of the file at `path` (twice restores it).
     static func flip(_ mask: UInt8, at offset: UInt64, of path: String) throws {
@@ -81,15 +86,17 @@ struct InPlaceReadsTests {
     }
 
     @Test("uncompressed stores read back across roll, reopen and compaction, mapped or not; checked pages skip the cache",
-          arguments: [true, false])
-    func roundTrip(mapped: Bool) throws {
+          arguments: [true, false], inPlace)
+    func roundTrip(mapped: Bool, compression: EngineOptions.PageCompression) throws {
         try EngineTest.withTemporaryDirectory { dir in
-            var engine = try Engine.open(at: dir, options: Self.options(.none, mapped: mapped))
+            var engine = try Engine.open(at: dir, options: Self.options(compression, mapped: mapped))
             defer { try? engine.close() }
-            var generations = [Int](repeating: 0, count: 4_000)
-            try Self.write(engine, 0..<4_000, generation: 0)
+            // Enough to fill a 1 MiB segment once compressed.
+            let count = compression == .lz4Records ? 40_000 : 4_000
+            var generations = [Int](repeating: 0, count: count)
+            try Self.write(engine, 0..<count, generation: 0)
             #expect(engine.core.currentState().manifest.segments.filter(\.sealed).count >= 1, "the writes rolled")
-            #expect(try engine.storeStatistics().compressionRatio == 1, "no page is stored compressed")
+            try Self.expectStoredAs(compression, engine)
             try Self.checkAll(engine, generations, "after writing")
 
             // A page read once is checked; reading it again touches the page cache no more (mapped only).
@@ -102,23 +109,41 @@ struct InPlaceReadsTests {
             for i in 0..<1_500 { generations[i] = 1 }
             try Self.write(engine, 0..<1_500, generation: 1)
             try engine.close()
-            engine = try Engine.open(at: dir, options: Self.options(.none, mapped: mapped))
+            engine = try Engine.open(at: dir, options: Self.options(compression, mapped: mapped))
             try Self.checkAll(engine, generations, "after reopen")
             try engine.sealActiveSegment()
             let summary = try engine.compactAndWait()
             #expect(!summary.inputSegments.isEmpty, "the compaction ran")
-            #expect(try engine.storeStatistics().compressionRatio == 1, "compaction writes uncompressed pages too")
+            try Self.expectStoredAs(compression, engine)
             try Self.checkAll(engine, generations, "after compaction")
-            if mapped { #expect(try Self.isChecked(3_999, engine), "compaction outputs are read in place") }
+            if mapped { #expect(try Self.isChecked(count - 1, engine), "compaction outputs are read in place") }
             let report = try engine.verify()
             #expect(report.ok, "\(report)")
         }
     }
 
-    @Test("readers racing on first reads of the same pages all get the right values")
-    func concurrentFirstReads() async throws {
+    /// Every segment's pages are stored as `compression` says: as they are (`.none`), or with compressed records
+    /// after the dictionary and its copy (`.lz4Records`, values that compress to under half).
+    static func expectStoredAs(_ compression: EngineOptions.PageCompression, _ engine: Engine) throws {
+        let ratio = try engine.storeStatistics().compressionRatio
+        guard compression == .lz4Records else {
+            #expect(ratio == 1, "no page is stored compressed")
+            return
+        }
+        #expect(ratio > 2, "the records compress: \(ratio)")
+        for file in engine.core.currentState().segments.values {
+            let pages = EngineTest.pages(ofSegment: try EngineTest.readFile(file.path))
+            if pages.isEmpty { continue }   // the active segment after a roll
+            let recordPages = pages.dropFirst(2).allSatisfy { $0.hasCompressedRecords }
+            let dictionaries = pages.prefix(2).allSatisfy { $0.type == Format.pageTypeDictionary }
+            #expect(dictionaries && recordPages, "\(file.path): two dictionary pages, then pages of compressed records")
+        }
+    }
+
+    @Test("readers racing on first reads of the same pages all get the right values", arguments: inPlace)
+    func concurrentFirstReads(compression: EngineOptions.PageCompression) async throws {
         try await EngineTest.withTemporaryDirectory { dir in
-            let engine = try Engine.open(at: dir, options: Self.options(.none, cacheBytes: 0))
+            let engine = try Engine.open(at: dir, options: Self.options(compression, cacheBytes: 0))
             defer { try? engine.close() }
             try Self.write(engine, 0..<2_000, generation: 0)
             try await withThrowingTaskGroup(of: Int.self) { group in
@@ -141,10 +166,11 @@ struct InPlaceReadsTests {
         }
     }
 
-    @Test("damage a page's first read meets is corruption naming the file and page, and leaves it unchecked")
-    func firstReadChecks() throws {
+    @Test("damage a page's first read meets is corruption naming the file and page, and leaves it unchecked",
+          arguments: inPlace)
+    func firstReadChecks(compression: EngineOptions.PageCompression) throws {
         try EngineTest.withTemporaryDirectory { dir in
-            let engine = try Self.writtenAndReopened(dir, count: 600)
+            let engine = try Self.writtenAndReopened(dir, count: 600, compression: compression)
             defer { try? engine.close() }
             let (file, offset, _) = try Self.page(of: 100, engine)
             let target = offset + UInt64(Format.pageHeaderLength) + 9
@@ -162,10 +188,10 @@ struct InPlaceReadsTests {
         }
     }
 
-    @Test("a value range outside its checked page is corruption, not a read past it")
-    func rangeOutsideCheckedPage() throws {
+    @Test("a value range outside its checked page is corruption, not a read past it", arguments: inPlace)
+    func rangeOutsideCheckedPage(compression: EngineOptions.PageCompression) throws {
         try EngineTest.withTemporaryDirectory { dir in
-            let engine = try Engine.open(at: dir, options: Self.options(.none, cacheBytes: 0))
+            let engine = try Engine.open(at: dir, options: Self.options(compression, cacheBytes: 0))
             defer { try? engine.close() }
             try Self.write(engine, 0..<100, generation: 0)
             #expect(try engine.get(Self.key(5), in: "p") != nil)

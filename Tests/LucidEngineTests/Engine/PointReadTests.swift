@@ -11,10 +11,11 @@ import LucidEngineTestSupport
 struct PointReadTests {
     static func key(_ i: Int) -> [UInt8] { Array("point-\(i)".utf8) }
 
-    /// 4 KiB pages, no sync, no background compaction, and a cache of `cacheBytes`: by default 64 KiB, a page per
-    /// shard, so that nearly every first miss finds the cache full and reads the value only.
+    /// 4 KiB pages compressed whole (`.lz4`: what this suite is about; `.lz4Records` decodes one record by design,
+    /// `RecordCompressionTests`), no sync, no background compaction, and a cache of `cacheBytes`: by default 64 KiB, a
+    /// page per shard, so that nearly every first miss finds the cache full and reads the value only.
     static func options(cacheBytes: Int = 64 << 10) -> EngineOptions {
-        var o = EngineTest.options(sync: .none, pageCacheBytes: cacheBytes)
+        var o = EngineTest.options(sync: .none, pageCacheBytes: cacheBytes, compression: .lz4)
         o.autoCompaction = nil
         return o
     }

@@ -115,8 +115,10 @@ enum FuzzHelpers {
     }()
 
     static func options(_ fs: FaultFileSystem, sync: EngineOptions.SyncMode = .always, pageCacheBytes: Int = 1 << 20,
-                        recoveryMode: EngineOptions.RecoveryMode = .pointInTime) -> EngineOptions {
+                        recoveryMode: EngineOptions.RecoveryMode = .pointInTime,
+                        compression: EngineOptions.PageCompression = EngineOptions().pageCompression) -> EngineOptions {
         var o = EngineOptions()
+        o.pageCompression = compression
         o.fileSystem = fs
         o.pageSize = 4096
         o.segmentSize = 1 << 20
@@ -279,7 +281,8 @@ enum FuzzHelpers {
 /// Checks: decoding never traps and allocates within the format caps (the run script sets `-malloc_limit_mb`);
 /// a valid page decodes the same from exactly its bytes, not from one byte fewer, not under another salt; a
 /// valid data page's records, re-encoded with the writer's `PageBuilder`, decode to the same records (and
-/// re-encoding is a fixpoint); scanning the bytes as a segment body agrees with the single-page decode.
+/// re-encoding is a fixpoint); scanning the bytes as a segment body agrees with the single-page decode; the bytes
+/// read as a payload of records compressed one by one decode safely and consistently (`checkRecordPayload`).
 enum PageChecks {
     static func check(_ input: [UInt8]) throws {
         guard let mode = input.first else { return }
@@ -303,6 +306,7 @@ enum PageChecks {
             if p.type == 1 { try checkRoundTrip(p, salt: salt) }
         }
         try checkPartialRead(page, salt: salt, prefix: 1 + Int(mode >> 1) << 5)
+        try checkRecordPayload(page, recordCount: 1 + Int(mode >> 4), at: Int(mode >> 1) << 4)
         let scan = FuzzingSupport.scanSegmentBody(page, salt: salt, maxSteps: 1_000)
         for (a, b) in zip(scan.pageOffsets, scan.pageOffsets.dropFirst()) {
             try fuzzRequire(a < b, "scan returned page offsets out of order: \(a), \(b)")
@@ -313,6 +317,20 @@ enum PageChecks {
         case .success: try fuzzRequire(scan.pageOffsets.first == 0, "scan did not find the page decodePage accepted")
         case .failure: try fuzzRequire(page.isEmpty || scan.failures.first == 0, "scan accepted what decodePage rejected")
         }
+    }
+
+    /// The bytes read as the payload of a page of records compressed one by one (`FuzzingSupport
+    /// .decodeRecordPayload`): whatever they hold, no read traps or reads outside them; a whole read gives exactly
+    /// the raw length the table claims; a point read of bytes within it succeeds and agrees with the whole read;
+    /// and the records encoded again decode to the same bytes.
+    static func checkRecordPayload(_ payload: [UInt8], recordCount: Int, at start: Int) throws {
+        let reads = FuzzingSupport.decodeRecordPayload(payload, recordCount: recordCount, range: start..<(start + 40))
+        guard let whole = reads.whole else { return }
+        try fuzzRequire(whole.count == reads.rawLength, "a whole read of \(whole.count) bytes, not \(reads.rawLength)")
+        let lower = min(start, whole.count - 1)
+        let range = lower..<max(lower + 1, min(start + 40, whole.count))
+        try fuzzRequire(reads.part == Array(whole[range]), "a point read of \(range) differs from the whole read")
+        try fuzzRequire(reads.reencoded == whole, "records encoded again decode differently")
     }
 
     /// A point read that decodes a page only as far as the bytes it wants end (`prefix`; it wants the last two
@@ -748,7 +766,8 @@ enum RecoveryChecks {
 
 // MARK: - FuzzOperations
 
-/// Input: a header byte (sync mode `always` or `none`; no page cache, a tiny one or 1 MiB), then operations: puts, deletes,
+/// Input: a header byte (sync mode `always` or `none`; no page cache, a tiny one or 1 MiB; pages compressed whole or
+/// records compressed one by one against each segment's dictionary), then operations: puts, deletes,
 /// batches, large puts of up to 128 KiB (a few roll the 1 MiB segments), reopen (close + open), crash
 /// (`FaultFileSystem.crash` with one of the four policies, then open), sync, verify, seal (`sealActiveSegment`) and
 /// compaction (every sealed segment, or a fuzzer-chosen adjacent run of them, so deletions are sometimes kept).
@@ -767,9 +786,13 @@ enum OperationChecks {
         // No cache (every read decodes only its value), 64 KiB (a page per shard: full at once, so reads take
         // every path: value only, cached on a second miss, hit) or 1 MiB (small stores fit).
         let cache = header & 2 != 0 ? 0 : header & 4 != 0 ? 64 << 10 : 1 << 20
+        // Pages compressed whole, or records compressed one by one against each segment's dictionary.
+        let compression: EngineOptions.PageCompression = header & 8 != 0 ? .lz4Records : .lz4
         var fs = FaultFileSystem()
         let dir = "/ops"
-        func open() throws -> Engine { try Engine.open(at: dir, options: FuzzHelpers.options(fs, sync: sync, pageCacheBytes: cache)) }
+        func open() throws -> Engine {
+            try Engine.open(at: dir, options: FuzzHelpers.options(fs, sync: sync, pageCacheBytes: cache, compression: compression))
+        }
         var engine = try open()
         var model = StoreModel()
         // Models after each acknowledged commit since the last one known durable (index 0 = durable).

@@ -17,7 +17,8 @@ import LucidEngineTestSupport
 /// start at a later output of an earlier compaction (so the new output starts inside the stretch the outputs
 /// before it replaced); such a run must show both. Some runs read segments through memory mappings
 /// (`EngineOptions.memoryMappedReads`), before and after compactions and reopens, one of them with uncompressed pages
-/// read in place once checked (`EngineOptions.pageCompression = .none`).
+/// read in place once checked (`EngineOptions.pageCompression = .none`). Two runs compress records one by one
+/// against their segment's dictionary (`.lz4Records`), one of them mapped (checked pages read in place).
 @Suite("Secondary indexes: randomized model with compactions and reopens")
 struct IndexCompactionModelTests {
     typealias Model = IndexModelTests.Model
@@ -33,8 +34,8 @@ struct IndexCompactionModelTests {
         var multiOutput = false
         /// `EngineOptions.memoryMappedReads`.
         var mapped = false
-        /// `EngineOptions.pageCompression = .none` (with `mapped`: checked pages read in place).
-        var uncompressed = false
+        /// `EngineOptions.pageCompression` (`.none` and `.lz4Records` with `mapped`: checked pages read in place).
+        var compression: EngineOptions.PageCompression = .lz4
         var testDescription: String { "\(name) seed 0x\(String(seed, radix: 16))" }
     }
 
@@ -45,7 +46,11 @@ struct IndexCompactionModelTests {
         Run(name: "several outputs, mapped", seed: 0xC0_1DE0_0004, steps: 200, valueSizes: 8000...40000,
             multiOutput: true, mapped: true),
         Run(name: "mixed, mapped, uncompressed", seed: 0xC0_1DE0_0005, steps: 250, valueSizes: 0...2500, mapped: true,
-            uncompressed: true),
+            compression: .none),
+        Run(name: "mixed, records compressed", seed: 0xC0_1DE0_0006, steps: 250, valueSizes: 0...2500,
+            compression: .lz4Records),
+        Run(name: "several outputs, mapped, records compressed", seed: 0xC0_1DE0_0007, steps: 200,
+            valueSizes: 8000...40000, multiOutput: true, mapped: true, compression: .lz4Records),
     ]
 
     enum Reopen: String, CaseIterable {
@@ -81,7 +86,7 @@ struct IndexCompactionModelTests {
             var options = IndexTest.options()
             options.autoCompaction = nil
             options.memoryMappedReads = run.mapped
-            if run.uncompressed { options.pageCompression = .none }
+            options.pageCompression = run.compression
             if run.multiOutput { options.segmentSize = 1 << 20 }
             var generation = 0
             var dir = root + "/store-0"

@@ -194,7 +194,7 @@ struct ManifestTests {
             _ = try Self.makeRolledStore(dir, extra: 1, seed: 6)
             let newest = try EngineTest.newestManifestSlot(dir)
             var bytes = try EngineTest.readFile(newest.path)
-            EngineTest.put32(&bytes, 8, Format.formatVersion + 1)   // version 2 today
+            EngineTest.put32(&bytes, 8, Format.formatVersion + 1)   // version 3 today
             EngineTest.refreshManifestCRC(&bytes)
             try EngineTest.writeFile(newest.path, bytes)
             for mode in [EngineOptions.RecoveryMode.pointInTime, .strict] {
@@ -240,7 +240,7 @@ struct ManifestTests {
             _ = try Self.makeRolledStore(dir, extra: 1, seed: 7)
             let segment = dir + "/" + Format.segmentFileName(sealed ? 1 : 2)
             var bytes = try EngineTest.readFile(segment)
-            EngineTest.put32(&bytes, 8, Format.formatVersion + 1)   // version 2 today
+            EngineTest.put32(&bytes, 8, Format.formatVersion + 1)   // version 3 today
             EngineTest.refreshSegmentHeaderCRC(&bytes)
             try EngineTest.writeFile(segment, bytes)
             let error = EngineTest.expectLucidError(.unsupportedFormatVersion) { try Engine.open(at: dir, options: Self.options()) }

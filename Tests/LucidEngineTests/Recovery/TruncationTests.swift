@@ -12,9 +12,10 @@ struct TruncationTests {
 
     /// Writes the workload, returning the model after each batch and the active segment's length after each
     /// commit (index 0: the empty store).
-    static func writeWorkload(dir: String, seed: UInt64) throws -> (models: [EngineTest.Model], boundaries: [Int]) {
+    static func writeWorkload(dir: String, seed: UInt64,
+                              compression: EngineOptions.PageCompression) throws -> (models: [EngineTest.Model], boundaries: [Int]) {
         var rng = EngineTest.SplitMix64(seed: seed)
-        let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always))
+        let engine = try Engine.open(at: dir, options: EngineTest.options(sync: .always, compression: compression))
         defer { try? engine.close() }
         let segment = try EngineTest.activeSegmentPath(dir)
         var models = [EngineTest.Model()]
@@ -61,12 +62,15 @@ struct TruncationTests {
         return (models, boundaries)
     }
 
-    @Test("truncating the active segment at every byte of the last four groups recovers the last complete group")
-    func truncationAtEveryByte() throws {
+    /// With records compressed one by one (`.lz4Records`) every byte of the log is cut, from its first group on,
+    /// which starts with the segment's dictionary page.
+    @Test("truncating the active segment at every byte of the last four groups recovers the last complete group",
+          arguments: [EngineOptions.PageCompression.lz4, .lz4Records])
+    func truncationAtEveryByte(compression: EngineOptions.PageCompression) throws {
         let seed: UInt64 = 0x7A11_0C0D
         try EngineTest.withTemporaryDirectory { root in
             let source = root + "/source"
-            let (models, boundaries) = try Self.writeWorkload(dir: source, seed: seed)
+            let (models, boundaries) = try Self.writeWorkload(dir: source, seed: seed, compression: compression)
             try EngineTest.removeCheckpoints(source)
             #expect(boundaries == boundaries.sorted(), "boundaries grow")
             let segmentName = URL(fileURLWithPath: try EngineTest.activeSegmentPath(source)).lastPathComponent
@@ -74,11 +78,19 @@ struct TruncationTests {
             #expect(original.count == boundaries.last!, "the closed store ends at the last commit boundary")
             let pages = EngineTest.pages(ofSegment: original)
             #expect(pages.last?.end == original.count, "the segment parses into whole pages")
-            #expect(pages.contains { $0.isCompressed } && pages.contains { !$0.isCommit },
-                    "the workload has compressed pages and multi-page groups")
+            #expect(pages.contains { !$0.isCommit }, "the workload has multi-page groups")
+            if compression == .lz4Records {
+                #expect(pages.prefix(2).map(\.type) == [Format.pageTypeDictionary, Format.pageTypeDictionary]
+                        && pages.first?.isGroupStart == true && pages[1].isGroupStart == false,
+                        "the first group starts with the dictionary and its copy")
+                let allRecordPages = pages.dropFirst(2).allSatisfy { $0.hasCompressedRecords }
+                #expect(allRecordPages, "every data page has compressed records")
+            } else {
+                #expect(pages.contains { $0.isCompressed }, "the workload has compressed pages")
+            }
 
-            let options = EngineTest.options(sync: .always)
-            let start = boundaries[boundaries.count - 5]
+            let options = EngineTest.options(sync: .always, compression: compression)
+            let start = compression == .lz4Records ? boundaries[0] : boundaries[boundaries.count - 5]
             let failures = EngineTest.FailureLog()
 
             // Four workers, each with its own copy of the store, share the cut points (opens mostly wait on the

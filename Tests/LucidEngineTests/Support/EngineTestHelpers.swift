@@ -33,8 +33,10 @@ enum EngineTest {
     /// Small pages (4 KiB) so that multi-page groups and truncation loops stay cheap.
     static func options(sync: EngineOptions.SyncMode = .always, segmentSize: UInt64? = nil,
                         pageCacheBytes: Int? = nil, createIfMissing: Bool = true,
-                        recoveryMode: EngineOptions.RecoveryMode = .pointInTime) -> EngineOptions {
+                        recoveryMode: EngineOptions.RecoveryMode = .pointInTime,
+                        compression: EngineOptions.PageCompression = EngineOptions().pageCompression) -> EngineOptions {
         var o = EngineOptions()
+        o.pageCompression = compression
         o.pageSize = 4096
         o.syncMode = sync
         if let segmentSize { o.segmentSize = segmentSize }
@@ -214,6 +216,7 @@ enum EngineTest {
         var isCommit: Bool { flags & Format.pageFlagCommit != 0 }
         var isGroupStart: Bool { flags & Format.pageFlagGroupStart != 0 }
         var isCompressed: Bool { flags & Format.pageFlagCompressed != 0 }
+        var hasCompressedRecords: Bool { flags & Format.pageFlagRecordsCompressed != 0 }
     }
 
     static func parseHeader(_ b: [UInt8], at o: Int) -> DiskPage? {
@@ -255,6 +258,19 @@ enum EngineTest {
                 throw TestFailure("page at \(page.offset) does not decompress")
             }
             raw = r
+        }
+        if page.hasCompressedRecords {
+            // Against the dictionary the segment's first page holds.
+            guard let first = pages(ofSegment: bytes).first, first.type == Format.pageTypeDictionary else {
+                throw TestFailure("page at \(page.offset) has compressed records but the segment no dictionary")
+            }
+            let dictionary = LZ4.PreparedDictionary(Array(bytes[(first.offset + Format.pageHeaderLength)..<first.end]))
+            let header = PageHeader(type: page.type, flags: page.flags, recordCount: page.recordCount, salt: page.salt,
+                                    rawLength: page.rawLength, storedLength: page.storedLength, lsn: page.lsn,
+                                    syncedLSN: page.syncedLSN, baseSequence: page.baseSequence, maskedCRC: 0)
+            raw = try stored.withUnsafeBytes {
+                try RecordPageCodec.decode($0, header: header, dictionary: dictionary, file: "test", offset: UInt64(page.offset))
+            }
         }
         var i = 0
         func readVarint() throws -> UInt64 {

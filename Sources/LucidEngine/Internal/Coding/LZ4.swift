@@ -72,4 +72,92 @@ enum LZ4 {
             return try body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<prefixLength]))
         }
     }
+
+    // MARK: Records compressed against a dictionary
+
+    /// A dictionary prepared for compression: liblz4's stream state after `LZ4_loadDict`, which each record's
+    /// compression copies (16 KiB) instead of loading the dictionary again (which hashes all of it). Only liblz4's
+    /// stable API is used (`LZ4_attach_dictionary`, which would avoid the copy, is not exported by the system
+    /// library). Immutable once built; the bytes it refers to are kept alive with it.
+    final class PreparedDictionary: @unchecked Sendable {
+        /// The dictionary's bytes (the stream state points into them).
+        let bytes: UnsafeMutableRawBufferPointer
+        private let stream: UnsafeMutablePointer<LZ4_stream_t>
+
+        init(_ dictionary: [UInt8]) {
+            precondition(dictionary.count <= Format.maxDictionaryLength)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(dictionary.count, 1), alignment: 16)
+            dictionary.withUnsafeBytes { if !$0.isEmpty { bytes.copyMemory(from: $0) } }
+            self.bytes = bytes
+            stream = .allocate(capacity: 1)
+            _ = LZ4_initStream(stream, MemoryLayout<LZ4_stream_t>.size)
+            _ = LZ4_loadDict(stream, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(dictionary.count))
+            count = dictionary.count
+        }
+
+        /// The dictionary's length (`bytes` may be one byte longer for an empty dictionary).
+        let count: Int
+
+        /// The dictionary's bytes, copied out (what a dictionary page holds).
+        var contents: [UInt8] { Array(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[0..<count])) }
+
+        deinit {
+            stream.deallocate()
+            bytes.deallocate()
+        }
+
+        /// Compresses `source` against the dictionary and appends the block to `destination`; returns its size, or
+        /// nil (and `destination` untouched) when the block would not be smaller than `source`.
+        func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8]) -> Int? {
+            guard source.count > 1, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
+            let start = destination.count
+            let capacity = source.count - 1
+            destination.append(contentsOf: repeatElement(0, count: capacity))
+            let written = withUnsafeTemporaryAllocation(of: LZ4_stream_t.self, capacity: 1) { work -> Int32 in
+                work.baseAddress!.update(from: stream, count: 1)
+                return destination.withUnsafeMutableBytes { dst in
+                    LZ4_compress_fast_continue(work.baseAddress!, source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                               (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+                                               Int32(source.count), Int32(capacity), 1)
+                }
+            }
+            guard written > 0 else {
+                destination.removeLast(capacity)
+                return nil
+            }
+            destination.removeLast(capacity - Int(written))
+            return Int(written)
+        }
+
+        /// Decodes the block `source`, compressed against this dictionary, into `destination`, which it must fill
+        /// exactly (`LZ4_decompress_safe_usingDict`: never reads or writes outside the buffers, whatever the input).
+        /// Returns false when the block is malformed or does not decode to exactly `destination.count` bytes.
+        func decompress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Bool {
+            guard destination.count > 0, source.count > 0, source.count <= Int(Int32.max),
+                  destination.count <= Int(Int32.max) else { return false }
+            let n = LZ4_decompress_safe_usingDict(
+                source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                destination.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(source.count), Int32(destination.count),
+                bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(count))
+            return n == Int32(destination.count)
+        }
+
+        /// Decodes the first `prefixLength` bytes of the block `source` (which decodes to `rawLength` bytes)
+        /// and calls `body` with them, as ``LZ4/withDecompressedPrefix(_:rawLength:prefixLength:_:)`` does for a
+        /// block without a dictionary. Returns nil without calling `body` for a malformed or short block.
+        func withDecompressedPrefix<R>(_ source: UnsafeRawBufferPointer, rawLength: Int, prefixLength: Int,
+                                       _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+            guard prefixLength > 0, prefixLength <= rawLength, source.count > 0, source.count <= Int(Int32.max),
+                  rawLength <= Int(Int32.max) else { return nil }
+            return try withUnsafeTemporaryAllocation(byteCount: rawLength, alignment: 16) { scratch -> R? in
+                let n = LZ4_decompress_safe_partial_usingDict(
+                    source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                    scratch.baseAddress!.assumingMemoryBound(to: CChar.self),
+                    Int32(source.count), Int32(prefixLength), Int32(rawLength),
+                    bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(count))
+                guard n >= Int32(prefixLength) else { return nil }
+                return try body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<prefixLength]))
+            }
+        }
+    }
 }
