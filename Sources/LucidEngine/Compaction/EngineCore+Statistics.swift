@@ -45,7 +45,7 @@ extension EngineCore {
                 storedTotal += UInt64(header.storedLength)
                 if header.type == Format.pageTypeDictionary {
                     // Live while a record compressed against it is (below).
-                    dictionaryBytes = pageBytes
+                    dictionaryBytes += pageBytes
                 } else if let p = pages[UInt32(truncatingIfNeeded: offset)] {
                     stats.liveRecords += p
                     // The share of the page's records that are live (terms and per-record overhead are not in

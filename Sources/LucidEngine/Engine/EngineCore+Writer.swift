@@ -121,7 +121,8 @@ extension EngineCore {
             ? recordDictionary(for: segment, startingIt: startsSegment, batches: batches) : nil
         var builder = PageBuilder(pageSize: options.pageSize, salt: segment.header.pageSalt,
                                   firstLSN: writer.nextLSN, syncedLSN: writer.syncedLSN,
-                                  expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes },
+                                  expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes }
+                                      + (startsSegment ? 2 * (dictionary?.count ?? 0) : 0),
                                   compressing: options.pageCompression != .none, dictionary: dictionary,
                                   sampling: options.pageCompression == .lz4Records)
         if let dictionary, startsSegment { builder.appendDictionaryPages(dictionary.contents) }
@@ -176,9 +177,10 @@ extension EngineCore {
 
     /// The dictionary the records of a group written to `segment` are compressed against
     /// (``EngineOptions/PageCompression/lz4Records``), or nil to compress its pages whole. A segment the group
-    /// starts gets one built from the records written lately, or from the group's own when too few were (a new
-    /// store); a segment that already holds pages keeps what it has (after a reopen: its first page, when that is
-    /// a dictionary). Writer thread only.
+    /// starts gets one built from the records written lately; when fewer than half a dictionary's worth were (just
+    /// after open), the previous segment's dictionary, or the newest one the store holds; in a new store, one
+    /// built from the group's own records and those written lately. A segment that already holds pages keeps what
+    /// it has (after a reopen: its first pages, when they are a dictionary). Writer thread only.
     private func recordDictionary(for segment: SegmentFile, startingIt: Bool,
                                   batches: [PendingCommit]) -> LZ4.PreparedDictionary? {
         if let known = writer.segmentDictionary, known.segment == segment.id { return known.prepared }
@@ -186,11 +188,24 @@ extension EngineCore {
         if startingIt {
             var bytes = writer.recordSamples.dictionary
             if bytes.count < Format.maxDictionaryLength / 2 {
-                bytes = Self.sampleRecords(batches, upTo: Format.maxDictionaryLength - bytes.count) + bytes
+                if let previous = writer.segmentDictionary?.prepared ?? Self.newestDictionary(currentState()) {
+                    bytes = previous.contents
+                } else {
+                    bytes = Self.sampleRecords(batches, upTo: Format.maxDictionaryLength - bytes.count) + bytes
+                }
             }
             prepared = bytes.isEmpty ? nil : segment.installDictionary(LZ4.PreparedDictionary(bytes))
         } else {
-            prepared = try? segment.recordDictionary()
+            do {
+                prepared = try segment.recordDictionary()
+            } catch {
+                // Pages written before (by another mode, or without a dictionary): this segment's pages are
+                // compressed whole until it rolls. An I/O error does the same, and says so.
+                if (error as? LucidError)?.code != .corruption {
+                    options.logger.notice("could not read the active segment's dictionary; compressing whole pages until it rolls",
+                                          metadata: ["segment": "\(segment.path)", "error": "\(error)"])
+                }
+            }
         }
         writer.segmentDictionary = (segment.id, prepared)
         return prepared

@@ -205,7 +205,7 @@ enum PageFetch {
     }
 
     /// The value of the record at `location`, copied out: in place from the mapping when this process has checked
-    /// its page and found it uncompressed (``checkedValue(at:in:)``); else from the cached page, or, on a miss, from
+    /// its page and found it stored without whole-page compression (``checkedValue(at:in:)``); else from the cached page, or, on a miss, from
     /// the page read whole and cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page
     /// decoded only as far as the value ends and not cached. Every path reads a page only once its checksum is
     /// verified, in this read or an earlier one.
@@ -239,7 +239,8 @@ enum PageFetch {
     }
 
     /// The value of the record at `location` copied in place from its mapped page, when this process has checked
-    /// that page and found it stored uncompressed (``SegmentFile/checkedValue(pageAt:range:)``); nil otherwise.
+    /// that page and found it stored without whole-page compression (``SegmentFile/checkedValue(pageAt:range:)``);
+    /// nil otherwise.
     /// O(value length), no lock; nil at once for a store that does not read pages in place.
     @inline(__always)
     static func checkedValue(at location: RecordLocation, in file: SegmentFile) throws -> [UInt8]? {

@@ -65,8 +65,9 @@ enum Format {
     static let pageFlagCompressed: UInt8 = 1 << 0
     static let pageFlagCommit: UInt8 = 1 << 1
     static let pageFlagGroupStart: UInt8 = 1 << 2
-    /// The payload is `recordCount` entries `rawLength varint | storedLength varint | stored bytes`, each record
-    /// LZ4-compressed alone against the segment's dictionary when `storedLength < rawLength` (format version 3).
+    /// The payload is a table of `recordCount` pairs `rawLength varint | storedLength varint`, then each record's
+    /// stored bytes, LZ4-compressed alone against the segment's dictionary when `storedLength < rawLength` (format
+    /// version 3; ``RecordPageCodec``).
     static let pageFlagRecordsCompressed: UInt8 = 1 << 3
     static let pageKnownFlags: UInt8 = pageFlagCompressed | pageFlagCommit | pageFlagGroupStart | pageFlagRecordsCompressed
     /// A segment's record dictionary: its payload is the dictionary's bytes. Safe to ignore (no records); written as

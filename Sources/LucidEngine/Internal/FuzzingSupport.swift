@@ -146,13 +146,13 @@
         var rawLength = 0
         payload.withUnsafeBytes { bytes in
             var reader = ByteReader(bytes)
-            for _ in 0..<recordCount {
+            for _ in 0..<max(0, min(recordCount, Format.maxRecordsPerPage)) {
                 guard let raw = reader.length(max: Format.maxRawPageLength - rawLength), reader.varint() != nil else { break }
                 rawLength += raw
             }
         }
         var reads = RecordPayloadReads(rawLength: rawLength)
-        guard rawLength > 0, recordCount <= Format.maxRecordsPerPage else { return reads }
+        guard rawLength > 0, recordCount > 0, recordCount <= Format.maxRecordsPerPage else { return reads }
         let header = PageHeader(type: Format.pageTypeData, flags: Format.pageFlagRecordsCompressed,
                                 recordCount: UInt16(recordCount), salt: 0, rawLength: UInt32(rawLength),
                                 storedLength: UInt32(payload.count), lsn: 1, syncedLSN: 0, baseSequence: 0, maskedCRC: 0)

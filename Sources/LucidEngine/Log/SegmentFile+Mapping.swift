@@ -6,8 +6,9 @@ extension SegmentFile {
     /// into a buffer. Does nothing for a file layer that cannot map (the fault-injecting one) or when `mmap`
     /// fails: reads then keep using `pread`. Cost: one `mmap` call; pages fault in on first use.
     ///
-    /// With `checkingPages` (``EngineOptions/PageCompression/none``), the mapping records which uncompressed pages
-    /// reads have checked, and reads copy values from those in place (``checkedValue(pageAt:range:)``).
+    /// With `checkingPages` (``EngineOptions/PageCompression/none``, ``EngineOptions/PageCompression/lz4Records``),
+    /// the mapping records which pages stored without whole-page compression reads have checked, and reads copy
+    /// values from those in place (``checkedValue(pageAt:range:)``).
     ///
     /// Sound because the engine never changes or cuts a byte below a segment's published end: the writer
     /// appends (and cuts only its own filler, past the end), and a sealed segment is immutable.
@@ -103,8 +104,8 @@ extension SegmentFile {
     ///
     /// A page's bit covers 32 bytes, so an offset that is not the start of the page it falls on (a damaged
     /// location) finds the bit set too: the header it then reads must still have the page magic, this segment's
-    /// salt, no compression and equal raw and stored lengths, or the read goes the usual way, whose checks name the
-    /// damage.
+    /// salt, no whole-page compression, lengths within the format's bounds (equal raw and stored lengths without
+    /// flag bit 3), or the read goes the usual way, whose checks name the damage.
     /// - Throws: ``LucidError/Code/corruption`` at the page when `range` lies outside its payload.
     @inline(__always)
     func checkedValue(pageAt offset: UInt64, range: Range<Int>) throws -> [UInt8]? {
@@ -122,7 +123,8 @@ extension SegmentFile {
             let storedLength = u32(Format.pageHeaderStoredLengthOffset)
             let rawLength = u32(Format.pageHeaderRawLengthOffset)
             guard u32(0) == Format.pageMagic, u32(Format.pageHeaderSaltOffset) == self.header.pageSalt,
-                  flags & Format.pageFlagCompressed == 0, UInt64(storedLength) <= limit - offset - headerLength
+                  flags & Format.pageFlagCompressed == 0, UInt64(storedLength) <= limit - offset - headerLength,
+                  Int(rawLength) <= Format.maxRawPageLength
             else { return nil }
             guard range.lowerBound >= 0, range.upperBound <= Int(rawLength) else {
                 throw LucidError.corruption("value range lies outside its page", file: path, offset: offset)
@@ -133,6 +135,10 @@ extension SegmentFile {
                 guard let dictionary = dictionary.load(), range.count > 0 else { return range.isEmpty ? [] : nil }
                 let recordCount = Int(UInt16(littleEndian: header.loadUnaligned(fromByteOffset: Format.pageHeaderRecordCountOffset,
                                                                                   as: UInt16.self)))
+                // The header's bounds, checked with the page; a location inside a checked page's 32 bytes but not at
+                // its start (a damaged one) reads other bytes as a header: those go the usual way.
+                guard recordCount > 0,
+                      Int(storedLength) <= Int(rawLength) + recordCount * Format.maxRecordEntryOverhead else { return nil }
                 var found: RecordPageCodec.Entry?
                 let wellFormed = RecordPageCodec.forEachEntry(stored, recordCount: recordCount, rawLength: Int(rawLength)) {
                     guard range.lowerBound < $0.rawStart + $0.rawLength else { return true }

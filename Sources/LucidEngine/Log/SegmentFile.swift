@@ -12,9 +12,19 @@ final class SegmentFile: Sendable {
     /// How far reads through the mapping may go: the sealed length, or the active segment's published end
     /// (stored before the records are published, so a location a reader holds never lies past it).
     let readableEnd = Atomic<UInt64>(0)
-    /// The segment's record dictionary once known: written by the writer as the segment's first page, or read from
-    /// there by ``recordDictionary()``. Set once.
+    /// The segment's record dictionary once known: written by the writer as the segment's first two pages, or read
+    /// from there by ``recordDictionary()``. Set once.
     let dictionary = AtomicLazyReference<LZ4.PreparedDictionary>()
+    /// Why the segment has no usable dictionary, once ``recordDictionary()`` found out (its first page is not a
+    /// dictionary, or neither copy checks out): kept so that a scan of a damaged segment does not read the
+    /// dictionary again for every page. Those bytes never change below the published end; a dictionary the
+    /// writer installs later (a first group written after recovery cut a torn one) still wins.
+    private let dictionaryFailure = AtomicLazyReference<DictionaryFailure>()
+
+    private final class DictionaryFailure: Sendable {
+        let error: LucidError
+        init(_ error: LucidError) { self.error = error }
+    }
 
     init(id: UInt64, path: String, header: SegmentHeader, handle: any FileHandle) {
         self.id = id
@@ -31,8 +41,26 @@ final class SegmentFile: Sendable {
     /// valid dictionary page, I/O errors.
     func recordDictionary() throws -> LZ4.PreparedDictionary {
         if let known = dictionary.load() { return known }
+        if let failure = dictionaryFailure.load() { throw failure.error }
+        do {
+            return dictionary.storeIfNil(try readDictionary())
+        } catch let error as LucidError where error.code == .corruption {
+            throw dictionaryFailure.storeIfNil(DictionaryFailure(error)).error
+        }
+    }
+
+    /// Reads the dictionary from the segment's first two pages (see ``recordDictionary()``).
+    private func readDictionary() throws -> LZ4.PreparedDictionary {
         let first = UInt64(Format.segmentHeaderLength)
         let span = Format.pageHeaderLength + Format.maxDictionaryLength
+        // A valid first page of another type: no dictionary, without reading further.
+        let head = try handle.read(at: first, count: Format.pageHeaderLength)
+        if head.count == Format.pageHeaderLength, case .success(let header) = head.withUnsafeBytes({
+            PageHeader.decode($0, expectedSalt: self.header.pageSalt, bytesAvailable: UInt64(Format.maxRawPageLength))
+        }), header.type != Format.pageTypeDictionary {
+            throw LucidError.corruption("records are compressed against a dictionary, but the segment has none",
+                                        file: path, offset: first)
+        }
         let bytes = try handle.read(at: first, count: 2 * span)
         // The first copy where it must be; else the second, after a first whose header is intact, or found by its
         // magic when that header is damaged too.
@@ -49,8 +77,7 @@ final class SegmentFile: Sendable {
         }
         for at in candidates {
             if let length = Self.dictionaryPageLength(bytes, at: at, salt: header.pageSalt, checkingPayload: true) {
-                let payload = Array(bytes[(at + Format.pageHeaderLength)..<(at + length)])
-                return dictionary.storeIfNil(LZ4.PreparedDictionary(payload))
+                return LZ4.PreparedDictionary(Array(bytes[(at + Format.pageHeaderLength)..<(at + length)]))
             }
         }
         throw LucidError.corruption("records are compressed against a dictionary, but neither of the segment's first "
@@ -65,7 +92,8 @@ final class SegmentFile: Sendable {
             let headerBytes = UnsafeRawBufferPointer(rebasing: raw[at..<(at + Format.pageHeaderLength)])
             guard case .success(let header) = PageHeader.decode(
                 headerBytes, expectedSalt: salt, bytesAvailable: UInt64(bytes.count - at - Format.pageHeaderLength)),
-                header.type == Format.pageTypeDictionary, !header.isCompressed, !header.hasCompressedRecords,
+                header.type == Format.pageTypeDictionary, header.recordCount == 0, !header.isCompressed,
+                !header.hasCompressedRecords,
                 Int(header.storedLength) <= Format.maxDictionaryLength else { return nil }
             let length = Format.pageHeaderLength + Int(header.storedLength)
             if checkingPayload {

@@ -25,7 +25,7 @@ struct PageBuilder {
     /// Whether pages are offered to LZ4 at all (``EngineOptions/PageCompression``); false stores them as they are.
     let compressing: Bool
     /// When set, each record is compressed alone against this dictionary (``RecordPageCodec``), instead of the
-    /// page as one block; the segment's first page must hold it (``appendDictionaryPage(_:)``).
+    /// page as one block; the segment's first two pages must hold it (``appendDictionaryPages(_:)``).
     let dictionary: LZ4.PreparedDictionary?
     /// Whether sealed pages give ``samples``.
     let sampling: Bool

@@ -247,4 +247,36 @@ struct RecordCompressionTests {
             #expect(try !engine.verify().ok, "verify finds the damage")
         }
     }
+    /// The dictionary pages' payload of the segment file at `path` (nil without them).
+    static func dictionary(ofSegment path: String) throws -> [UInt8]? {
+        let bytes = try EngineTest.readFile(path)
+        guard let first = EngineTest.pages(ofSegment: bytes).first, first.type == Format.pageTypeDictionary else { return nil }
+        return Array(bytes[(first.offset + Format.pageHeaderLength)..<first.end])
+    }
+
+    @Test("a segment started just after open, with few records written since, takes the previous segment's dictionary")
+    func dictionaryAfterReopen() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var engine = try Engine.open(at: dir, options: Self.options(.lz4Records))
+            try Self.write(engine, 0..<20_000, 0)
+            try engine.close()
+            engine = try Engine.open(at: dir, options: Self.options(.lz4Records))
+            defer { try? engine.close() }
+            let before = engine.core.currentState().manifest.segments.map(\.id)
+            try engine.sealActiveSegment()
+            var batch = WriteBatch()
+            batch.put(Self.value(1, 1), forKey: Array("k1".utf8), in: "r")
+            try engine.commitAndWait(batch)
+            let state = engine.core.currentState()
+            let newestId = try #require(state.manifest.segments.last).id
+            let previousId = try #require(before.last)
+            let newest = try #require(state.segments[newestId])
+            let previous = try #require(state.segments[previousId])
+            let dictionary = try Self.dictionary(ofSegment: newest.path)
+            let previousDictionary = try Self.dictionary(ofSegment: previous.path)
+            #expect(dictionary != nil && dictionary == previousDictionary,
+                    "one record since open is not a dictionary: the previous segment's is taken")
+            #expect(try engine.get(Array("k1".utf8), in: "r") == Self.value(1, 1))
+        }
+    }
 }
