@@ -98,7 +98,7 @@ final class CoreManagerStore: BenchStore, Committer {
     static func settings(cached: Bool, compressed: Bool = true) -> String {
         "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
             + " on LucidEngine (syncMode .none during the load then one sync(), \(benchPageSize >> 10) KiB pages, "
-            + "pageCompression \(compressed ? ".lz4" : ".none"), "
+            + "pageCompression \(compressed ? ".\(benchCompression)" : ".none"), "
             + "\(pageCacheBytes >> 20) MiB page cache + the DiskStore's \(entityCacheBytes >> 20) MiB decoded-entity cache "
             + "(together the \(engineCacheBytes >> 20) MiB every engine gets), memoryMappedReads \(benchMappedReads)); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
             + "indexes genre and rating) written with "
@@ -123,7 +123,7 @@ final class CoreManagerStore: BenchStore, Committer {
         options.pageCacheBytes = Self.pageCacheBytes
         options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
-        options.pageCompression = compressed ? .lz4 : .none
+        options.pageCompression = compressed ? benchCompression : .none
         self.options = options
         engine = try Engine.open(at: path, options: options)
         manager = Self.makeManager(engine, cached: cached)

@@ -5,6 +5,11 @@ import LucidEngine
 /// children inherit it), to measure the read/size trade-off of smaller pages.
 let benchPageSize = ProcessInfo.processInfo.environment["LUCID_PAGE_SIZE"].flatMap(Int.init) ?? EngineOptions().pageSize
 
+/// How the compressed Lucid engines store pages: `EngineOptions.pageCompression`'s default (`.lz4`), or records
+/// compressed one by one with `LUCID_PAGE_COMPRESSION=lz4Records` (children inherit it), to compare the two.
+let benchCompression: EngineOptions.PageCompression =
+    ProcessInfo.processInfo.environment["LUCID_PAGE_COMPRESSION"] == "lz4Records" ? .lz4Records : EngineOptions().pageCompression
+
 /// Whether the engine maps sealed segments (``EngineOptions/memoryMappedReads``): on, unless `LUCID_MAPPED_READS=0`.
 let benchMappedReads = ProcessInfo.processInfo.environment["LUCID_MAPPED_READS"] != "0"
 
@@ -15,7 +20,7 @@ final class LucidStore: BenchStore, Committer {
     static func settings(compressed: Bool) -> String {
         "LucidEngine: syncMode .none during the load, batches queued with submit (built while "
         + "the writer writes the previous ones), then one sync() (suffix-only loss on crash), "
-        + "\(benchPageSize >> 10) KiB pages, pageCompression \(compressed ? ".lz4" : ".none (checked pages read in place)"), "
+        + "\(benchPageSize >> 10) KiB pages, pageCompression \(compressed ? ".\(benchCompression)" : ".none (checked pages read in place)"), "
         + "\(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads) "
         + "(recommended for reads of data larger than the cache), 64 MiB segments; each record carries 2 index "
         + "terms (genre, rating) in the log; gets via Engine.get, scan via snapshot().recordTable (the keyspace's "
@@ -36,7 +41,7 @@ final class LucidStore: BenchStore, Committer {
         options.pageCacheBytes = engineCacheBytes
         options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
-        options.pageCompression = compressed ? .lz4 : .none
+        options.pageCompression = compressed ? benchCompression : .none
         self.options = options
         engine = try Engine.open(at: path, options: options)
     }

@@ -17,17 +17,19 @@ public struct EngineOptions: Sendable {
 
     /// How pages are stored: the trade between a store's size and the cost of a read.
     public enum PageCompression: Sendable, Hashable {
-        /// LZ4 block compression of whole pages, kept for a page when it saves at least 1/8 (the default before
-        /// format version 3). Commits use LZ4's fast compressor, compaction
+        /// LZ4 block compression of whole pages, kept for a page when it saves at least 1/8 (the default). Commits
+        /// use LZ4's fast compressor, compaction
         /// ``EngineOptions/compactionCompressionLevel``. A read that misses the page cache checks the whole stored
         /// page and decompresses it up to the value it wants.
         case lz4
         /// Each record LZ4-compressed alone, against a dictionary of records written lately that the segment
-        /// holds as its first two pages (format version 3; the default). A read decodes only the record it wants, so
-        /// point reads cost little more than with ``none``, and the store is smaller than with ``lz4``. Measured at
-        /// 1M records of ~216 bytes (README, "Benchmarks"; alternated runs of `lucid-compare --child`): random gets
-        /// 1.3-1.5× those with ``lz4``, the store 0.84× after load and 0.89× after compaction, the bulk load about
-        /// the same, a full scan about 0.9×. Writing costs more CPU per record (each is compressed against a copy of
+        /// holds as its first two pages (format version 3). A read decodes only the record it wants, so point reads
+        /// of data larger than the cache cost little more than with ``none``, and the store is smaller than with
+        /// ``lz4``. Measured at 1M records of ~216 bytes (README, "Benchmarks"; alternated runs of `lucid-compare
+        /// --child`): random gets 1.3-1.5× those with ``lz4``, the store 0.84× after load and 0.89× after
+        /// compaction, the bulk load about the same, a full scan about 0.9×, but index queries that read the same
+        /// records again and again 0.65× (``lz4`` serves those from decoded pages in the page cache; here every
+        /// read decodes its record again). Not the default until reads of hot records are cached. Writing costs more CPU per record (each is compressed against a copy of
         /// a 16 KiB prepared state) and compaction uses LZ4's fast compressor, not LZ4HC. Records that are short and
         /// very repetitive (a few words from a small vocabulary) compress better as whole pages: up to 3× smaller in
         /// one of the engine's tests; each segment also holds its dictionary, twice (up to 2 × 64 KiB). With
@@ -90,8 +92,8 @@ public struct EngineOptions: Sendable {
     /// checked either way (with ``PageCompression/none``, the first time the process reads each page: see there),
     /// and mapped pages count in the process's resident memory while the kernel keeps them.
     public var memoryMappedReads: Bool = false
-    /// How the pages a store writes from now on are stored. Default ``PageCompression/lz4Records``.
-    public var pageCompression: PageCompression = .lz4Records
+    /// How the pages a store writes from now on are stored. Default ``PageCompression/lz4``.
+    public var pageCompression: PageCompression = .lz4
     /// Whether reads copy values of checked pages in place: mapped segments (``memoryMappedReads``) that track the
     /// pages reads have checked (``PageCompression/none``, ``PageCompression/lz4Records``).
     var readsPagesInPlace: Bool { memoryMappedReads && (pageCompression == .none || pageCompression == .lz4Records) }
