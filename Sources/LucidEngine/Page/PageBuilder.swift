@@ -48,8 +48,11 @@ struct PageBuilder {
     private var pending: [Int] = []   // indices into placements waiting for this page's start
     private(set) var placements: [Placement] = []
     private var compressed: [UInt8] = []
-    /// Where each record of the page being filled starts in it (for per-record compression and samples).
+    /// Where each record of the page being filled starts in it (for per-record compression and samples; kept
+    /// only when ``tracksRecords``).
     private var recordStarts: [Int] = []
+    /// Whether pages need their records' starts: compressed one by one, or sampled.
+    private var tracksRecords: Bool { dictionary != nil || sampling }
     private var entryScratch: [UInt8] = []
 
     /// A builder for pages of `pageSize` raw bytes. `expectedBytes` (the records' approximate raw size, when
@@ -85,7 +88,7 @@ struct PageBuilder {
                 delta = 0
             }
         }
-        recordStarts.append(raw.count)
+        if tracksRecords { recordStarts.append(raw.count) }
         let valueOffset = RecordCodec.encode(op, seqDelta: delta, into: &raw)
         recordCount += 1
         placements.append(Placement(pageStart: -1, valueOffset: valueOffset))
