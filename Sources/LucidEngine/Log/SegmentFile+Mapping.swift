@@ -139,19 +139,10 @@ extension SegmentFile {
                 // its start (a damaged one) reads other bytes as a header: those go the usual way.
                 guard recordCount > 0,
                       Int(storedLength) <= Int(rawLength) + recordCount * Format.maxRecordEntryOverhead else { return nil }
-                var found: RecordPageCodec.Entry?
-                let wellFormed = RecordPageCodec.forEachEntry(stored, recordCount: recordCount, rawLength: Int(rawLength)) {
-                    guard range.lowerBound < $0.rawStart + $0.rawLength else { return true }
-                    found = $0
-                    return false
-                }
-                guard wellFormed, let entry = found, range.upperBound <= entry.rawStart + entry.rawLength else { return nil }
-                let local = (range.lowerBound - entry.rawStart)..<(range.upperBound - entry.rawStart)
-                let source = UnsafeRawBufferPointer(rebasing: stored[entry.stored])
-                guard entry.isCompressed else { return Array(source[local]) }
-                return dictionary.withDecompressedPrefix(source, rawLength: entry.rawLength, prefixLength: local.upperBound) {
-                    Array($0[local])
-                }
+                guard case .bytes(let value) = RecordPageCodec.entryBytes(
+                    range, of: stored, recordCount: recordCount, rawLength: Int(rawLength), dictionary: dictionary)
+                else { return nil }
+                return value
             }
             guard rawLength == storedLength else { return nil }
             return Array(UnsafeRawBufferPointer(rebasing: stored[range]))

@@ -76,26 +76,46 @@ enum RecordPageCodec {
     /// `range` lies in the raw payload. - Throws: as ``decode(_:header:dictionary:file:offset:)``.
     static func bytes(_ range: Range<Int>, of stored: UnsafeRawBufferPointer, header: PageHeader,
                       dictionary: LZ4.PreparedDictionary, file: String, offset: UInt64) throws -> [UInt8] {
+        switch entryBytes(range, of: stored, recordCount: Int(header.recordCount), rawLength: Int(header.rawLength),
+                          dictionary: dictionary) {
+        case .bytes(let value): return value
+        case .acrossEntries:
+            return Array(try decode(stored, header: header, dictionary: dictionary, file: file, offset: offset)[range])
+        case .malformed:
+            throw LucidError.corruption("page records are malformed", file: file, offset: offset)
+        case .undecodable:
+            throw LucidError.corruption("a page record does not decode", file: file, offset: offset)
+        }
+    }
+
+    /// What ``entryBytes(_:of:recordCount:rawLength:dictionary:)`` found.
+    enum EntryRead {
+        case bytes([UInt8])
+        /// `range` is not within one entry.
+        case acrossEntries
+        /// The table is malformed before the entry holding `range.lowerBound`, or no entry holds it.
+        case malformed
+        /// That entry's block does not decode far enough.
+        case undecodable
+    }
+
+    /// The bytes `range` of the raw payload, from the one entry that holds them: found through the table, decoded
+    /// only up to where `range` ends (non-empty `range`). No allocation beyond the entry's raw length.
+    static func entryBytes(_ range: Range<Int>, of stored: UnsafeRawBufferPointer, recordCount: Int, rawLength: Int,
+                           dictionary: LZ4.PreparedDictionary) -> EntryRead {
         var found: Entry?
-        let wellFormed = forEachEntry(stored, recordCount: Int(header.recordCount), rawLength: Int(header.rawLength)) {
+        let wellFormed = forEachEntry(stored, recordCount: recordCount, rawLength: rawLength) {
             guard range.lowerBound < $0.rawStart + $0.rawLength else { return true }
             found = $0
             return false
         }
-        guard wellFormed, let entry = found else {
-            throw LucidError.corruption("page records are malformed", file: file, offset: offset)
-        }
+        guard wellFormed, let entry = found else { return .malformed }
         let local = (range.lowerBound - entry.rawStart)..<(range.upperBound - entry.rawStart)
-        guard local.upperBound <= entry.rawLength else {
-            return Array(try decode(stored, header: header, dictionary: dictionary, file: file, offset: offset)[range])
-        }
+        guard local.upperBound <= entry.rawLength else { return .acrossEntries }
         let source = UnsafeRawBufferPointer(rebasing: stored[entry.stored])
-        guard entry.isCompressed else { return Array(source[local]) }
-        guard let value = dictionary.withDecompressedPrefix(source, rawLength: entry.rawLength,
-                                                            prefixLength: local.upperBound, { Array($0[local]) }) else {
-            throw LucidError.corruption("a page record does not decode", file: file, offset: offset)
-        }
-        return value
+        guard entry.isCompressed else { return .bytes(Array(source[local])) }
+        return LZ4.withDecompressedPrefix(source, rawLength: entry.rawLength, prefixLength: local.upperBound,
+                                          dictionary: dictionary, { Array($0[local]) }).map { .bytes($0) } ?? .undecodable
     }
 
     /// Encodes `raw` (records back to back, starting at `recordStarts`) as a record-compressed payload appended

@@ -57,17 +57,24 @@ enum LZ4 {
     /// `rawLength` bytes (`withUnsafeTemporaryAllocation`: on the heap beyond a small size). The scratch is the
     /// whole decoded size, not the prefix, because liblz4 before 1.9 could write past `targetOutputSize` (up to
     /// the capacity it is given) and needed that margin to succeed.
+    /// With `dictionary`, the block was compressed against it (`LZ4_decompress_safe_partial_usingDict`).
     static func withDecompressedPrefix<R>(_ source: UnsafeRawBufferPointer, rawLength: Int, prefixLength: Int,
+                                          dictionary: PreparedDictionary? = nil,
                                           _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
         guard prefixLength > 0, prefixLength <= rawLength, source.count > 0, source.count <= Int(Int32.max),
               rawLength <= Int(Int32.max) else { return nil }
         return try withUnsafeTemporaryAllocation(byteCount: rawLength, alignment: 16) { scratch -> R? in
             // The whole block is passed (`source.count` is its exact size), so liblz4 never reads past it, and the
             // destination capacity is the whole decoded size, so it never writes past the scratch.
-            let n = LZ4_decompress_safe_partial(
-                source.baseAddress!.assumingMemoryBound(to: CChar.self),
-                scratch.baseAddress!.assumingMemoryBound(to: CChar.self),
-                Int32(source.count), Int32(prefixLength), Int32(rawLength))
+            let src = source.baseAddress!.assumingMemoryBound(to: CChar.self)
+            let dst = scratch.baseAddress!.assumingMemoryBound(to: CChar.self)
+            let n = if let dictionary {
+                LZ4_decompress_safe_partial_usingDict(src, dst, Int32(source.count), Int32(prefixLength), Int32(rawLength),
+                                                      dictionary.bytes.baseAddress!.assumingMemoryBound(to: CChar.self),
+                                                      Int32(dictionary.count))
+            } else {
+                LZ4_decompress_safe_partial(src, dst, Int32(source.count), Int32(prefixLength), Int32(rawLength))
+            }
             guard n >= Int32(prefixLength) else { return nil }
             return try body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<prefixLength]))
         }
@@ -142,22 +149,5 @@ enum LZ4 {
             return n == Int32(destination.count)
         }
 
-        /// Decodes the first `prefixLength` bytes of the block `source` (which decodes to `rawLength` bytes)
-        /// and calls `body` with them, as ``LZ4/withDecompressedPrefix(_:rawLength:prefixLength:_:)`` does for a
-        /// block without a dictionary. Returns nil without calling `body` for a malformed or short block.
-        func withDecompressedPrefix<R>(_ source: UnsafeRawBufferPointer, rawLength: Int, prefixLength: Int,
-                                       _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
-            guard prefixLength > 0, prefixLength <= rawLength, source.count > 0, source.count <= Int(Int32.max),
-                  rawLength <= Int(Int32.max) else { return nil }
-            return try withUnsafeTemporaryAllocation(byteCount: rawLength, alignment: 16) { scratch -> R? in
-                let n = LZ4_decompress_safe_partial_usingDict(
-                    source.baseAddress!.assumingMemoryBound(to: CChar.self),
-                    scratch.baseAddress!.assumingMemoryBound(to: CChar.self),
-                    Int32(source.count), Int32(prefixLength), Int32(rawLength),
-                    bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(count))
-                guard n >= Int32(prefixLength) else { return nil }
-                return try body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(scratch)[0..<prefixLength]))
-            }
-        }
     }
 }
