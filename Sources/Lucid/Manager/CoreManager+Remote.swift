@@ -117,10 +117,15 @@ extension CoreManager {
 
     /// A create queued by an earlier run is answered with nobody waiting: fold the server's id into the local
     /// entity and rewrite the queued requests still naming its local id, before the queue sends the next one.
+    ///
+    /// The handler reaches the remote store and the queue through the manager, held weakly: the queue keeps its
+    /// handlers, so capturing either of them would make a cycle (queue → handler → remote store → queue) that
+    /// keeps both, and the queue's engine, alive after the manager is gone and the queue closed.
     func adoptCreatesAnsweredLater() {
-        guard let remote, let queue = remote.queue else { return }
+        guard let queue = remote?.queue else { return }
         queue.onOutcome { [weak self] outcome in
-            guard let self, !outcome.hadWaiter, case .success(let response) = outcome.result,
+            guard let self, let remote = self.remote, let queue = remote.queue, !outcome.hadWaiter,
+                  case .success(let response) = outcome.result,
                   let local = remote.createdLocalID(outcome.request) else { return }
             let stored = self.stores.isEmpty ? nil : try? await self.localEntity(withLocalID: local)
             guard let stored, let adopted = remote.adoptCreateAnswer(response, for: stored),

@@ -66,8 +66,32 @@ public final class APIRequestQueue: Sendable {
     }
 
     /// Starts sending (once; later calls do nothing).
+    ///
+    /// The worker holds the queue only while it takes a step (sends one request), never while it waits for work
+    /// or for a retry: a queue released without ``close()`` is freed (its `deinit` wakes a waiting worker, which
+    /// then ends) instead of being kept, with its engine, by a task that never ends.
     public func start() {
-        worker.withLock { task in if task == nil { task = Task { await self.run() } } }
+        worker.withLock { task in
+            guard task == nil else { return }
+            task = Task { [weak self, initialDelay = retry.initialDelay] in
+                var delay = initialDelay
+                while let next = await self?.step(&delay) {
+                    switch next {
+                    case .stop: return
+                    case .proceed: continue
+                    case .park: await withCheckedContinuation { if self?.park($0) != true { $0.resume() } }
+                    case .pause(let seconds): try? await Task.sleep(for: .seconds(seconds))
+                    }
+                }
+            }
+        }
+    }
+
+    deinit {
+        // Nobody can be waiting in `send` or `waitUntilEmpty` (they hold the queue). A parked worker ends; one
+        // waiting to retry is cancelled, so that it ends now rather than after its delay.
+        state.withLock { s in defer { s.wake = nil }; return s.wake }?.resume()
+        worker.withLock { $0 }?.cancel()
     }
 
     /// Requests waiting to be delivered. - Complexity: O(1).
@@ -164,43 +188,49 @@ public final class APIRequestQueue: Sendable {
         return id
     }
 
-    private func run() async {
-        var delay = retry.initialDelay
-        while !Task.isCancelled && !state.withLock({ $0.closed }) {
-            let first: KeyValue?
-            do { first = try engine.snapshot().scan(in: keyspace, limit: 1).first } catch { return }   // engine closed
-            guard let head = first else {
-                let idle = state.withLock { s -> [CheckedContinuation<Void, Never>] in defer { s.idle = [] }; return s.idle }
-                for continuation in idle { continuation.resume() }
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let resumeNow = state.withLock { s -> Bool in
-                        if s.closed || engine.count(in: keyspace) > 0 { return true }
-                        s.wake = continuation
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
-                }
-                continue
-            }
-            let id = Self.id(head.key)
-            guard let request = try? JSONDecoder().decode(APIRequestConfig.self, from: Data(head.value)) else {
-                await finish(id, head.key, APIRequestConfig(method: .get, path: .path("")), .failure(.invalidRequest("undecodable queued request")))
-                continue
-            }
-            do {
-                let response = try await client.send(request)
-                await finish(id, head.key, request, .success(response))
+    /// What the worker does after a step.
+    private enum Next { case stop, proceed, park, pause(Double) }
+
+    /// One step of the worker: sends the head request (if any) and reports it, or says to wait for work (`park`),
+    /// to retry after a delay (`pause`) or to end. `delay` is the next retry's delay.
+    private func step(_ delay: inout Double) async -> Next {
+        guard !Task.isCancelled && !state.withLock({ $0.closed }) else { return .stop }
+        let first: KeyValue?
+        do { first = try engine.snapshot().scan(in: keyspace, limit: 1).first } catch { return .stop }   // engine closed
+        guard let head = first else {
+            let idle = state.withLock { s -> [CheckedContinuation<Void, Never>] in defer { s.idle = [] }; return s.idle }
+            for continuation in idle { continuation.resume() }
+            return .park
+        }
+        let id = Self.id(head.key)
+        guard let request = try? JSONDecoder().decode(APIRequestConfig.self, from: Data(head.value)) else {
+            await finish(id, head.key, APIRequestConfig(method: .get, path: .path("")), .failure(.invalidRequest("undecodable queued request")))
+            return .proceed
+        }
+        do {
+            let response = try await client.send(request)
+            await finish(id, head.key, request, .success(response))
+            delay = retry.initialDelay
+        } catch {
+            switch error {
+            case .networkUnreachable, .timeout:
+                defer { delay = min(delay * 2, retry.maximumDelay) }
+                return .pause(delay)
+            default:
+                await finish(id, head.key, request, .failure(error))
                 delay = retry.initialDelay
-            } catch {
-                switch error {
-                case .networkUnreachable, .timeout:
-                    try? await Task.sleep(for: .seconds(delay))
-                    delay = min(delay * 2, retry.maximumDelay)
-                default:
-                    await finish(id, head.key, request, .failure(error))
-                    delay = retry.initialDelay
-                }
             }
+        }
+        return .proceed
+    }
+
+    /// Keeps `continuation` to be resumed by the next enqueue, ``close()`` or `deinit`; false (resume it now)
+    /// when the queue is closed or has work.
+    private func park(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        state.withLock { s -> Bool in
+            if s.closed || engine.count(in: keyspace) > 0 { return false }
+            s.wake = continuation
+            return true
         }
     }
 

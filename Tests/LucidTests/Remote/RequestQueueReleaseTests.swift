@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import Lucid
+import LucidEngine
+
+/// Managers, remote stores and request queues are freed once released, and with them their engine.
+@Suite("Request queue and managers are freed when released")
+struct RequestQueueReleaseTests {
+    struct UnreachableClient: APIClient {
+        func send(_ request: APIRequestConfig) async throws(APIError) -> APIResponse { throw .networkUnreachable("test") }
+    }
+
+    /// Whether `released` becomes true within 6,000 polls 10 ms apart (at least a minute: a worker may be finishing a
+    /// step on a busy machine, whose other tests can hold the cooperative threads for many seconds; a correct
+    /// release is seen at the first polls, the bound only ends a failing test).
+    static func eventually(_ released: () -> Bool) async -> Bool {
+        for _ in 0..<6000 {
+            if released() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    @Test("a manager with a queued remote store: manager, store, queue and engine are freed after close()")
+    func managerWithClosedQueue() async throws {
+        weak var manager: CoreManager<Book>?, remote: RemoteStore<Book>?, queue: APIRequestQueue?, engine: Engine?
+        do {
+            let temp = try TemporaryStore()
+            let q = APIRequestQueue(engine: temp.engine, client: UnreachableClient())
+            let r = RemoteStore<Book>(client: UnreachableClient(), queue: q)
+            let m = CoreManager(stores: [r, DiskStore<Book>(engine: temp.engine)])
+            manager = m; remote = r; queue = q; engine = temp.engine
+            try await m.set(Book.remote(1, "a"))
+            await q.close()
+        }
+        #expect(await Self.eventually { manager == nil && remote == nil && queue == nil && engine == nil })
+    }
+
+    @Test("a queue released without close() is freed, idle or waiting to retry")
+    func queueNotClosed() async throws {
+        weak var idle: APIRequestQueue?, retrying: APIRequestQueue?
+        do {
+            let temp = try TemporaryStore()
+            let a = APIRequestQueue(engine: temp.engine, client: UnreachableClient(), keyspace: "a")
+            let b = APIRequestQueue(engine: temp.engine, client: UnreachableClient(), keyspace: "b",
+                                    retry: .init(initialDelay: 30, maximumDelay: 30))
+            idle = a; retrying = b
+            try await b.enqueue(APIRequestConfig(method: .post, path: .path("books")))
+            #expect(await Self.eventually { a.pendingCount == 0 })
+        }
+        #expect(await Self.eventually { idle == nil && retrying == nil })
+    }
+}
