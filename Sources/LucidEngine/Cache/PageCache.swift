@@ -55,9 +55,15 @@ final class PageCache: Sendable {
     /// most the writer's page size (see ``ReadAheadEstimator``).
     let readAhead: ReadAheadEstimator
 
-    /// A cache holding at most about `capacityBytes` of page payloads (0 disables it). A miss reads up to
-    /// `readAhead` payload bytes with the header (see ``SegmentFile/readPage(at:fileEnd:expectedStoredLength:)``).
-    init(capacityBytes: Int, readAhead: Int = Format.defaultPageSize) {
+    /// Single decoded values of records read in place from pages whose records are compressed one by one, when
+    /// the store reads such pages in place (see ``RecordCache``); nil otherwise.
+    let records: RecordCache?
+
+    /// A cache holding at most about `capacityBytes` of page payloads (0 disables it), plus a ``RecordCache`` of
+    /// `recordBytes` when that is positive. A miss reads up to `readAhead` payload bytes with the header (see
+    /// ``SegmentFile/readPage(at:fileEnd:expectedStoredLength:)``).
+    init(capacityBytes: Int, readAhead: Int = Format.defaultPageSize, recordBytes: Int = 0) {
+        records = recordBytes > 0 ? RecordCache(capacityBytes: recordBytes) : nil
         self.readAhead = ReadAheadEstimator(maximum: readAhead)
         shardCapacity = capacityBytes / Self.shardCount
         // Half as many ghosts as a shard holds pages of the default size: a working set whose pages come back
@@ -139,8 +145,9 @@ final class PageCache: Sendable {
         }
     }
 
-    /// Drops every page of a segment (when its file goes away).
+    /// Drops every page of a segment, and its records' values (when its file goes away).
     func removeAll(segment: UInt64) {
+        records?.removeAll(segment: segment)
         for shard in shards {
             shard.mutex.withLock { shard in
                 var kept: [Entry] = []

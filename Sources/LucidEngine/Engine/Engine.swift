@@ -49,7 +49,9 @@ public final class Engine: Sendable {
         }
         let lock = try fileSystem.lockFile(at: path + "/" + Format.lockFileName, pid: getpid())
         do {
-            let cache = PageCache(capacityBytes: options.pageCacheBytes, readAhead: options.pageSize)
+            let recordBytes = options.recordCacheBytes
+            let cache = PageCache(capacityBytes: options.pageCacheBytes - recordBytes, readAhead: options.pageSize,
+                                  recordBytes: recordBytes)
             var recovery = Recovery(path: path, options: options, cache: cache)
             let (state, writer) = try recovery.run()
             let core = EngineCore(path: path, options: options, lock: lock, state: state, writer: writer,
@@ -216,6 +218,7 @@ public final class Engine: Sendable {
         return EngineStatistics(
             lastSequence: s.lastSequence, segments: s.segments.count, totalBytes: total, liveKeys: s.liveKeys,
             cacheHits: core.cache.hits, cacheMisses: core.cache.misses,
+            recordCacheHits: core.cache.records?.hits ?? 0, recordCacheMisses: core.cache.records?.misses ?? 0,
             groupsWritten: core.groupsWritten.load(ordering: .relaxed),
             syncs: core.syncCount.load(ordering: .relaxed),
             batchesCommitted: core.batchesCommitted.load(ordering: .relaxed))

@@ -85,8 +85,8 @@ final class EngineCore: Sendable {
     }
 
     /// Reads a value at a location, verifying its page on a cache miss.
-    func readValue(_ location: RecordLocation, file: SegmentFile?) throws -> [UInt8] {
-        try PageFetch.value(at: location, file: file, cache: cache, storePath: path)
+    func readValue(_ location: RecordLocation, file: SegmentFile?, lookingUpRecord: Bool = true) throws -> [UInt8] {
+        try PageFetch.value(at: location, file: file, cache: cache, storePath: path, lookingUpRecord: lookingUpRecord)
     }
 
     /// An O(1) copy of the current state.
@@ -205,15 +205,20 @@ enum PageFetch {
     }
 
     /// The value of the record at `location`, copied out: in place from the mapping when this process has checked
-    /// its page and found it stored without whole-page compression (``checkedValue(at:in:)``); else from the cached page, or, on a miss, from
-    /// the page read whole and cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page
-    /// decoded only as far as the value ends and not cached. Every path reads a page only once its checksum is
-    /// verified, in this read or an earlier one.
+    /// its page and found it stored without whole-page compression (``checkedValue(at:in:records:)``; for records
+    /// compressed one by one, from the page cache's ``PageCache/records`` first, unless `lookingUpRecord` is false:
+    /// a caller that looked it up already); else from the cached page, or, on a miss, from the page read whole and
+    /// cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page decoded only as far as the
+    /// value ends and not cached. Every path reads a page only once its checksum is verified, in this read or an
+    /// earlier one.
     /// - Throws: ``LucidError/Code/corruption`` naming the file and page when a check fails or the value lies
     ///   outside the page; ``LucidError/Code/io`` when a read fails.
     static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
-                      storePath: String) throws -> [UInt8] {
-        if let file, let value = try checkedValue(at: location, in: file) { return value }
+                      storePath: String, lookingUpRecord: Bool = true) throws -> [UInt8] {
+        if let file, let value = try checkedValue(at: location, in: file,
+                                                  records: lookingUpRecord ? cache.records : nil) {
+            return value
+        }
         let key = PageCache.Key(location)
         // A small value is copied under the shard's lock, taking no reference to the page; a large one outside it
         // (its allocation may map memory), from the page taken out of the cache.
@@ -239,14 +244,17 @@ enum PageFetch {
     }
 
     /// The value of the record at `location` copied in place from its mapped page, when this process has checked
-    /// that page and found it stored without whole-page compression (``SegmentFile/checkedValue(pageAt:range:)``);
-    /// nil otherwise.
-    /// O(value length), no lock; nil at once for a store that does not read pages in place.
+    /// that page and found it stored without whole-page compression, or found in `records` (the page cache's
+    /// ``PageCache/records``) when the page's records are compressed one by one
+    /// (``SegmentFile/checkedValue(pageAt:range:records:)``); nil otherwise.
+    /// O(value length), no lock but a record cache's shard lock; nil at once for a store that does not read pages
+    /// in place.
     @inline(__always)
-    static func checkedValue(at location: RecordLocation, in file: SegmentFile) throws -> [UInt8]? {
+    static func checkedValue(at location: RecordLocation, in file: SegmentFile,
+                             records: RecordCache?) throws -> [UInt8]? {
         let start = Int(location.valueOffset)
         return try file.checkedValue(pageAt: UInt64(location.pageOffset),
-                                     range: start..<(start + Int(location.valueLength)))
+                                     range: start..<(start + Int(location.valueLength)), records: records)
     }
 
     /// The verified page holding the record at `location`, read from its file (not the cache).

@@ -25,12 +25,15 @@ public struct EngineOptions: Sendable {
         /// Each record LZ4-compressed alone, against a dictionary of records written lately that the segment
         /// holds as its first two pages (format version 3). A read decodes only the record it wants, so point reads
         /// of data larger than the cache cost little more than with ``none``, and the store is smaller than with
-        /// ``lz4``. Measured at 1M records of ~216 bytes (README, "Benchmarks"; alternated runs of `lucid-compare
-        /// --child`): random gets 1.3-1.5× those with ``lz4``, the store 0.84× after load and 0.89× after
-        /// compaction, the bulk load about the same, a full scan about 0.9×, but index queries that read the same
-        /// records again and again 0.65× (``lz4`` serves those from decoded pages in the page cache; here every
-        /// read decodes its record again). Not the default until reads of hot records are cached. Writing costs more CPU per record (each is compressed against a copy of
-        /// a 16 KiB prepared state) and compaction uses LZ4's fast compressor, not LZ4HC. Records that are short and
+        /// ``lz4``. With ``EngineOptions/memoryMappedReads``, a record read again and again is kept decoded in a
+        /// cache of single records (a quarter of ``EngineOptions/pageCacheBytes``, admitted on a record's second
+        /// miss), so index queries over hot records do not decode them each time. Measured at 1M records of ~216
+        /// bytes with mapped reads (README, "Benchmarks"; alternated runs of `lucid-compare --child`): random gets
+        /// 1.3-1.6× those with ``lz4``, index queries about the same or faster, the store 0.84× after load and 0.89×
+        /// after compaction, a full scan about 0.9×. Not the default: loads cost more (0.85× the uncompressed
+        /// engine's sequential load in one run, against 1.16× with ``lz4``), as writing compresses each record
+        /// against a copy of a 16 KiB prepared state, and without mapped reads (off by default) its reads gain
+        /// nothing over ``lz4``. Compaction uses LZ4's fast compressor, not LZ4HC. Records that are short and
         /// very repetitive (a few words from a small vocabulary) compress better as whole pages: up to 3× smaller in
         /// one of the engine's tests; each segment also holds its dictionary, twice (up to 2 × 64 KiB). With
         /// ``EngineOptions/memoryMappedReads`` checked pages are read in place, as with ``none``. A segment's
@@ -79,7 +82,8 @@ public struct EngineOptions: Sendable {
     public var pageSize: Int = Format.defaultPageSize
     /// Bytes of decompressed pages kept in memory for reads. Default 64 MiB; 0 disables the cache. Pages read once
     /// (scans, uniformly random gets) do not displace pages read again (CLOCK with 2Q's admission rule); plan it
-    /// for the pages your reads come back to.
+    /// for the pages your reads come back to. With ``PageCompression/lz4Records`` and ``memoryMappedReads`` a
+    /// quarter of it keeps single decoded records instead (see there).
     public var pageCacheBytes: Int = 64 << 20
     /// Read segments through a read-only memory mapping instead of `pread`. Default false.
     ///
@@ -94,6 +98,12 @@ public struct EngineOptions: Sendable {
     public var memoryMappedReads: Bool = false
     /// How the pages a store writes from now on are stored. Default ``PageCompression/lz4``.
     public var pageCompression: PageCompression = .lz4
+    /// The part of ``pageCacheBytes`` given to single decoded records (``RecordCache``): a quarter when pages of
+    /// records compressed one by one are read in place (``PageCompression/lz4Records`` with
+    /// ``memoryMappedReads``), else none.
+    var recordCacheBytes: Int {
+        memoryMappedReads && pageCompression == .lz4Records ? max(0, pageCacheBytes) / 4 : 0
+    }
     /// Whether reads copy values of checked pages in place: mapped segments (``memoryMappedReads``) that track the
     /// pages reads have checked (``PageCompression/none``, ``PageCompression/lz4Records``).
     var readsPagesInPlace: Bool { memoryMappedReads && (pageCompression == .none || pageCompression == .lz4Records) }

@@ -107,6 +107,12 @@ public struct EngineStatistics: Sendable, Hashable {
     public var cacheHits: UInt64
     /// Page cache misses since open (each one read and verified a page).
     public var cacheMisses: UInt64
+    /// Lookups of single decoded records that found their value, since open: reads of pages whose records are
+    /// compressed one by one, read in place (``EngineOptions/PageCompression/lz4Records`` with
+    /// ``EngineOptions/memoryMappedReads``); 0 otherwise.
+    public var recordCacheHits: UInt64
+    /// Such lookups that did not (the record was decoded from its page).
+    public var recordCacheMisses: UInt64
     /// Commit groups written since open (group commit makes groups fewer than batches).
     public var groupsWritten: UInt64
     /// `fdatasync` calls made by the writer since open.

@@ -31,8 +31,8 @@ public struct Snapshot: Sendable {
     }
 
     /// The values of the records at `locations`, in order (nil for nil). A store that reads pages in place
-    /// (``EngineOptions/PageCompression/none`` with mapped reads) copies the values of checked pages first
-    /// (``PageFetch/checkedValue(at:in:)``); the rest are read through the cache, together
+    /// (``EngineOptions/PageCompression/none`` or ``EngineOptions/PageCompression/lz4Records`` with mapped
+    /// reads) copies the values of checked pages first (``PageFetch/checkedValue(at:in:records:)``); the rest are read through the cache, together
     /// (``readValuesThroughCache(_:)``). - Throws: as ``get(_:in:)``, for the first location that fails (in order
     /// among those read in place, then among the others).
     func readValues(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
@@ -44,7 +44,7 @@ public struct Snapshot: Sendable {
         for (i, location) in locations.enumerated() {
             guard let location else { continue }
             if let file = state.segments[UInt64(location.segment)],
-               let value = try PageFetch.checkedValue(at: location, in: file) {
+               let value = try PageFetch.checkedValue(at: location, in: file, records: core.cache.records) {
                 values[i] = value
             } else {
                 rest.append(i)
@@ -74,7 +74,8 @@ public struct Snapshot: Sendable {
                 defer { r += 1 }
                 if let value = cached[r] { return value }
             }
-            return try core.readValue(location, file: state.segments[UInt64(location.segment)])
+            // A store that reads pages in place looked this record up in its record cache already.
+            return try core.readValue(location, file: state.segments[UInt64(location.segment)], lookingUpRecord: false)
         }
     }
 

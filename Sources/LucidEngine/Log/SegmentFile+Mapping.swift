@@ -97,10 +97,12 @@ extension SegmentFile {
     /// process has checked that page and found it stored without whole-page compression (``CheckedPages``); nil
     /// otherwise, for the caller to read the page as usual. Reads the page's header (checked with the page, and
     /// never changed since) and the value, nothing else, all below the readable end as every mapped read.
-    /// O(range.count), no lock. A page of records compressed one by one (``RecordPageCodec``) is read by walking
+    /// O(range.count), no lock but the record cache's shard lock. A page of records compressed one by one (``RecordPageCodec``) is read by walking
     /// its entries' lengths to the one holding `range` and decoding that entry alone, up to where `range` ends:
     /// O(entries + range.upperBound - entry start); an entry that does not decode, or a range across entries, gives
-    /// nil (the usual read then names the damage).
+    /// nil (the usual read then names the damage). With `records`, such a value is looked up there first (before
+    /// anything of the page is read: only values decoded from a checked page are ever cached, under their exact
+    /// page and range), and cached once decoded when the cache's admission rule says so.
     ///
     /// A page's bit covers 32 bytes, so an offset that is not the start of the page it falls on (a damaged
     /// location) finds the bit set too: the header it then reads must still have the page magic, this segment's
@@ -108,13 +110,24 @@ extension SegmentFile {
     /// flag bit 3), or the read goes the usual way, whose checks name the damage.
     /// - Throws: ``LucidError/Code/corruption`` at the page when `range` lies outside its payload.
     @inline(__always)
-    func checkedValue(pageAt offset: UInt64, range: Range<Int>) throws -> [UInt8]? {
-        try mapping.withCurrent { mapped -> [UInt8]? in
-            guard let mapped, mapped.checkedPages?.contains(pageAt: offset) == true,
-                  let base = mapped.bytes.baseAddress else { return nil }
+    func checkedValue(pageAt offset: UInt64, range: Range<Int>, records: RecordCache?) throws -> [UInt8]? {
+        let recordKey = RecordCache.Key(segment: UInt32(truncatingIfNeeded: id),
+                                        pageOffset: UInt32(truncatingIfNeeded: offset),
+                                        valueOffset: UInt32(truncatingIfNeeded: range.lowerBound),
+                                        valueLength: UInt32(truncatingIfNeeded: range.count))
+        return try mapping.withCurrent { mapped -> [UInt8]? in
+            guard let mapped, let base = mapped.bytes.baseAddress else { return nil }
             let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
             let headerLength = UInt64(Format.pageHeaderLength)
             guard offset <= limit, limit - offset >= headerLength else { return nil }
+            var admit = false
+            if let records {
+                switch records.lookup(recordKey) {
+                case .hit(let value): return value
+                case .miss(let admitted): admit = admitted
+                }
+            }
+            guard mapped.checkedPages?.contains(pageAt: offset) == true else { return nil }
             let header = base + Int(offset)
             func u32(_ at: Int) -> UInt32 {
                 UInt32(littleEndian: header.loadUnaligned(fromByteOffset: at, as: UInt32.self))
@@ -142,6 +155,7 @@ extension SegmentFile {
                 guard case .bytes(let value) = RecordPageCodec.entryBytes(
                     range, of: stored, recordCount: recordCount, rawLength: Int(rawLength), dictionary: dictionary)
                 else { return nil }
+                if admit { records?.insert(value, for: recordKey) }
                 return value
             }
             guard rawLength == storedLength else { return nil }

@@ -122,6 +122,45 @@ struct InPlaceReadsTests {
         }
     }
 
+    @Test("records compressed one by one: a record read again is cached decoded; its segment's values go with it")
+    func hotRecordsCached() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            // Written by one engine, read by another: nothing is checked or cached at first.
+            try Self.writtenAndReopened(dir, count: 2_000, compression: .lz4Records).close()
+            for cacheBytes in [0, 8 << 20] {
+                let engine = try Engine.open(at: dir, options: Self.options(.lz4Records, cacheBytes: cacheBytes))
+                defer { try? engine.close() }
+                #expect((engine.core.cache.records != nil) == (cacheBytes > 0), "a quarter of the cache, when any")
+                // The first read misses the record cache and checks the page (the usual read); the second misses
+                // again, so it decodes the record in place and caches it; the last three find it cached.
+                for _ in 0..<5 { #expect(try engine.get(Self.key(7), in: "p") == Self.value(7, generation: 0)) }
+                #expect(try Self.isChecked(7, engine))
+                let stats = engine.statistics
+                if cacheBytes == 0 {
+                    #expect(stats.recordCacheHits == 0 && stats.recordCacheMisses == 0)
+                    continue
+                }
+                #expect(stats.recordCacheHits == 3 && stats.recordCacheMisses == 2, "\(stats)")
+                let values = try engine.snapshot().values(forKeys: (0..<2_000).map(Self.key), in: "p")
+                #expect(values == (0..<2_000).map { Self.value($0, generation: 0) })
+                #expect(try engine.snapshot().values(forKeys: [Self.key(7)], in: "p") == [Self.value(7, generation: 0)])
+                #expect(engine.statistics.recordCacheHits == 5, "values(forKeys:) finds it too")
+                let records = try #require(engine.core.cache.records)
+                // Only the record read more than once is cached (reading 2,000 records once admits none of them).
+                #expect(records.bytes == Self.value(7, generation: 0).count, "\(records.bytes)")
+                #expect(records.checkInvariants().isEmpty, "\(records.checkInvariants())")
+
+                // Compaction removes the segments it read: their values leave the cache with them.
+                let segment = try Self.page(of: 7, engine).file.id
+                try engine.sealActiveSegment()
+                let summary = try engine.compactAndWait()
+                #expect(summary.inputSegments.contains(segment), "\(summary.inputSegments)")
+                #expect(records.bytes == 0, "the one value cached was in a compacted segment")
+                for _ in 0..<3 { #expect(try engine.get(Self.key(7), in: "p") == Self.value(7, generation: 0)) }
+            }
+        }
+    }
+
     /// Every segment's pages are stored as `compression` says: as they are (`.none`), or with compressed records
     /// after the dictionary and its copy (`.lz4Records`, values that compress to under half).
     static func expectStoredAs(_ compression: EngineOptions.PageCompression, _ engine: Engine) throws {
@@ -200,19 +239,19 @@ struct InPlaceReadsTests {
             var outside = location
             outside.valueOffset = 1 << 20
             do {
-                _ = try PageFetch.checkedValue(at: outside, in: file)
+                _ = try PageFetch.checkedValue(at: outside, in: file, records: nil)
                 Issue.record("a range past the page must fail")
             } catch let error as LucidError {
                 #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
             }
-            #expect(try PageFetch.checkedValue(at: location, in: file) == Self.value(5, generation: 0))
+            #expect(try PageFetch.checkedValue(at: location, in: file, records: nil) == Self.value(5, generation: 0))
 
             // A location inside the checked page's 32-byte bit but not at its start (a damaged one) is not read in
             // place: it goes the usual way, whose header check names the damage.
             for shift in UInt32(1)...31 {
                 var misplaced = location
                 misplaced.pageOffset += shift
-                #expect(try PageFetch.checkedValue(at: misplaced, in: file) == nil, "shift \(shift)")
+                #expect(try PageFetch.checkedValue(at: misplaced, in: file, records: nil) == nil, "shift \(shift)")
                 do {
                     _ = try PageFetch.value(at: misplaced, file: file, cache: engine.core.cache, storePath: dir)
                     Issue.record("a location \(shift) bytes into a page must fail")
