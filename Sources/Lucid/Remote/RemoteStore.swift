@@ -113,12 +113,13 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
                 config.tag = Self.createTag(local)   // lets a later run adopt the answer (see CoreManager)
             }
             // A create's answer names the server's id: queued requests still naming the local id are rewritten
-            // before the queue sends the next one.
+            // before the queue sends the next one. The queue keeps this closure until then (or for good, if it is
+            // closed first), so it holds the queue weakly: it runs only while the queue's worker holds it.
             let endpoint = E.endpoint(for: path)
             var rewrite: (@Sendable (Result<APIResponse, APIError>) async -> Void)?
             if case .create = path, let queue, let endpoint, let local = entity.identifier.localValue {
-                rewrite = { result in
-                    guard case .success(let response) = result,
+                rewrite = { [weak queue] result in
+                    guard let queue, case .success(let response) = result,
                           let answer = try? endpoint.decode(Data(response.body)).entities.first,
                           let remote = answer.identifier.remoteValueDescription else { return }
                     try? await queue.rewriteIdentifier(typeID: E.identifierTypeID, local: local, remote: remote)

@@ -127,7 +127,9 @@ final class RecordCache: Sendable {
         }
     }
 
-    /// Drops every value of a segment (when its file goes away: a later segment may reuse its id).
+    /// Drops every value of a segment, when its file goes away, to free their space. Soundness does not rest on
+    /// it: segment ids are never reused, so a value a racing read inserts just after (from a snapshot that still
+    /// reads the segment) is never asked for; it only takes space until its slot is reused.
     func removeAll(segment: UInt64) {
         for shard in shards {
             shard.mutex.withLock { shard in

@@ -29,7 +29,7 @@ public struct EngineOptions: Sendable {
         /// cache of single records (a quarter of ``EngineOptions/pageCacheBytes``, admitted on a record's second
         /// miss), so index queries over hot records do not decode them each time. Measured at 1M records of ~216
         /// bytes with mapped reads (README, "Benchmarks"; alternated runs of `lucid-compare --child`): random gets
-        /// 1.3-1.6× those with ``lz4``, index queries about the same or faster, the store 0.84× after load and 0.89×
+        /// 1.25-1.6× those with ``lz4``, index queries about the same or faster, the store 0.84× after load and 0.89×
         /// after compaction, a full scan about 0.9×. Not the default: loads cost more (0.85× the uncompressed
         /// engine's sequential load in one run, against 1.16× with ``lz4``), as writing compresses each record
         /// against a copy of a 16 KiB prepared state, and without mapped reads (off by default) its reads gain

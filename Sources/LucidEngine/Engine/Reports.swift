@@ -111,7 +111,8 @@ public struct EngineStatistics: Sendable, Hashable {
     /// compressed one by one, read in place (``EngineOptions/PageCompression/lz4Records`` with
     /// ``EngineOptions/memoryMappedReads``); 0 otherwise.
     public var recordCacheHits: UInt64
-    /// Such lookups that did not (the record was decoded from its page).
+    /// Such lookups that did not: the record was then decoded from its page, or read the usual way when its page
+    /// was not checked yet or is of another kind (a store written with other compressions before).
     public var recordCacheMisses: UInt64
     /// Commit groups written since open (group commit makes groups fewer than batches).
     public var groupsWritten: UInt64

@@ -36,6 +36,27 @@ struct RequestQueueReleaseTests {
         #expect(await Self.eventually { manager == nil && remote == nil && queue == nil && engine == nil })
     }
 
+    @Test("a create still queued when the queue is closed: manager, store, queue and engine are freed")
+    func managerWithQueuedCreate() async throws {
+        weak var manager: CoreManager<Book>?, queue: APIRequestQueue?, engine: Engine?
+        do {
+            let temp = try TemporaryStore()
+            let q = APIRequestQueue(engine: temp.engine, client: UnreachableClient(),
+                                    retry: .init(initialDelay: 30, maximumDelay: 30))
+            let m = CoreManager(stores: [RemoteStore<Book>(client: UnreachableClient(), queue: q),
+                                         DiskStore<Book>(engine: temp.engine)])
+            manager = m; queue = q; engine = temp.engine
+            // The create waits in the queue (the server is unreachable) with its id rewrite registered.
+            let write = Task {
+                try? await m.set(Book(.local("draft"), title: "Draft"), in: WriteContext(dataTarget: .localAndRemote))
+            }
+            #expect(await Self.eventually { q.pendingCount == 1 })
+            await q.close()
+            _ = await write.value
+        }
+        #expect(await Self.eventually { manager == nil && queue == nil && engine == nil })
+    }
+
     @Test("a queue released without close() is freed, idle or waiting to retry")
     func queueNotClosed() async throws {
         weak var idle: APIRequestQueue?, retrying: APIRequestQueue?
