@@ -135,26 +135,35 @@ public final class APIRequestQueue: Sendable {
         } catch { throw .wrap(error) }
     }
 
-    /// Returns once the queue is empty.
+    /// Returns once the queue is empty, or once it is closed (a closed queue sends nothing more: what it holds
+    /// stays queued for the next run).
     public func waitUntilEmpty() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let empty = pendingCount == 0
-            if empty { continuation.resume() } else { state.withLock { $0.idle.append(continuation) } }
+            // Checked under the lock the worker takes to resume waiters when it finds the queue empty, so a waiter
+            // cannot arrive just after that and wait for a request that never comes.
+            let now = state.withLock { s -> Bool in
+                if s.closed || engine.count(in: keyspace) == 0 { return true }
+                s.idle.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
         }
     }
 
-    /// Stops sending (queued requests stay persisted for the next run); waiters get `networkUnreachable`. Returns
+    /// Stops sending (queued requests stay persisted for the next run); waiters get `networkUnreachable`, and
+    /// callers of ``waitUntilEmpty()`` return. Returns
     /// without waiting for a request being sent: over ``URLSessionAPIClient`` its transfer is abandoned, not
     /// stopped, so it may still reach the server, and it stays queued, so it is sent again (delivery is at least
     /// once). Reopen the queue once that transfer has ended (its timeout at most): before, its old copy could
     /// reach the server after a later write the reopened queue sends.
     public func close() async {
-        let (waiters, wake) = state.withLock { s -> ([CheckedContinuation<Result<APIResponse, APIError>, Never>], CheckedContinuation<Void, Never>?) in
+        let (waiters, wake, idle) = state.withLock { s -> ([CheckedContinuation<Result<APIResponse, APIError>, Never>], CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
             s.closed = true
-            defer { s.waiters = [:]; s.wake = nil }
-            return (Array(s.waiters.values), s.wake)
+            defer { s.waiters = [:]; s.wake = nil; s.idle = [] }
+            return (Array(s.waiters.values), s.wake, s.idle)
         }
         wake?.resume()
+        for continuation in idle { continuation.resume() }
         for waiter in waiters { waiter.resume(returning: .failure(.networkUnreachable("the request queue was closed"))) }
         let task = worker.withLock { $0 }
         task?.cancel()

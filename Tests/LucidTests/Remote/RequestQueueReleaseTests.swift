@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Lucid
 import LucidEngine
@@ -55,6 +56,23 @@ struct RequestQueueReleaseTests {
             _ = await write.value
         }
         #expect(await Self.eventually { manager == nil && queue == nil && engine == nil })
+    }
+
+    @Test("close() ends a wait for the queue to empty (the request stays queued)")
+    func closeEndsWaitUntilEmpty() async throws {
+        let temp = try TemporaryStore()
+        let queue = APIRequestQueue(engine: temp.engine, client: UnreachableClient(),
+                                    retry: .init(initialDelay: 30, maximumDelay: 30))
+        try await queue.enqueue(APIRequestConfig(method: .post, path: .path("books")))
+        let returned = Mutex(false)
+        let waiter = Task {
+            await queue.waitUntilEmpty()
+            returned.withLock { $0 = true }
+        }
+        await queue.close()
+        #expect(await Self.eventually { returned.withLock { $0 } }, "waitUntilEmpty returned after close()")
+        waiter.cancel()
+        #expect(queue.pendingCount == 1)
     }
 
     @Test("a queue released without close() is freed, idle or waiting to retry")
