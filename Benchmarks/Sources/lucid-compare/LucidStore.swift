@@ -17,10 +17,15 @@ let benchMappedReads = ProcessInfo.processInfo.environment["LUCID_MAPPED_READS"]
 /// (logged with the record, as the data layer will write them), so load and size figures already pay for them.
 final class LucidStore: BenchStore, Committer {
     static let keyspace = "books"
-    static func settings(compressed: Bool) -> String {
-        "LucidEngine: syncMode .none during the load, batches queued with submit (built while "
+    static func settings(compression: EngineOptions.PageCompression) -> String {
+        let pages = switch compression {
+        case .none: ".none (checked pages read in place)"
+        case .lz4Records: ".lz4Records (checked pages read in place, hot records cached decoded)"
+        case .lz4: ".lz4"
+        }
+        return "LucidEngine: syncMode .none during the load, batches queued with submit (built while "
         + "the writer writes the previous ones), then one sync() (suffix-only loss on crash), "
-        + "\(benchPageSize >> 10) KiB pages, pageCompression \(compressed ? ".\(benchCompression)" : ".none (checked pages read in place)"), "
+        + "\(benchPageSize >> 10) KiB pages, pageCompression \(pages), "
         + "\(engineCacheBytes >> 20) MiB page cache, memoryMappedReads \(benchMappedReads) "
         + "(recommended for reads of data larger than the cache), 64 MiB segments; each record carries 2 index "
         + "terms (genre, rating) in the log; gets via Engine.get, scan via snapshot().recordTable (the keyspace's "
@@ -34,14 +39,14 @@ final class LucidStore: BenchStore, Committer {
     private let options: EngineOptions
     private var engine: Engine
 
-    init(path: String, durable: Bool, compressed: Bool) throws {
+    init(path: String, durable: Bool, compression: EngineOptions.PageCompression) throws {
         self.path = path
         var options = EngineOptions()
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
         options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
-        options.pageCompression = compressed ? benchCompression : .none
+        options.pageCompression = compression
         self.options = options
         engine = try Engine.open(at: path, options: options)
     }

@@ -41,7 +41,7 @@ struct Report {
     /// The data-layer engines, compared with GRDB's record API rather than counted as lucid-engine's peers.
     private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached, .coreManagerRaw]
     /// The engine's configurations, each compared with the best peer (and never counted as a peer).
-    private static let lucidEngines: [EngineKind] = [.lucid, .lucidRaw]
+    private static let lucidEngines: [EngineKind] = [.lucid, .lucidRaw, .lucidRecords]
 
     /// The engine configurations of this run, each with a "÷ best peer" column.
     private var comparedLucidEngines: [EngineKind] { engines.filter { Self.lucidEngines.contains($0) } }

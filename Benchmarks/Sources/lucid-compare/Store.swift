@@ -111,6 +111,9 @@ enum EngineKind: String, CaseIterable {
     /// LucidEngine storing its pages uncompressed (`EngineOptions.pageCompression = .none`), which reads checked
     /// pages in place: a larger store for cheaper reads.
     case lucidRaw = "lucid-engine-raw"
+    /// LucidEngine storing each record compressed alone against its segment's dictionary
+    /// (`EngineOptions.pageCompression = .lz4Records`): checked pages read in place, hot records cached decoded.
+    case lucidRecords = "lucid-engine-records"
     case lmdb
     case rocksdb
     case sqlite
@@ -125,8 +128,9 @@ enum EngineKind: String, CaseIterable {
     /// Settings for the bulk-load, read, reopen and size workloads.
     var settings: String {
         switch self {
-        case .lucid: LucidStore.settings(compressed: true)
-        case .lucidRaw: LucidStore.settings(compressed: false)
+        case .lucid: LucidStore.settings(compression: benchCompression)
+        case .lucidRaw: LucidStore.settings(compression: .none)
+        case .lucidRecords: LucidStore.settings(compression: .lz4Records)
         case .lmdb: LMDBStore.settings
         case .rocksdb: RocksStore.settings
         case .sqlite: SQLiteStore.settings
@@ -140,7 +144,7 @@ enum EngineKind: String, CaseIterable {
     /// Settings for the durable single-record commit workloads.
     var durableSettings: String {
         switch self {
-        case .lucid, .lucidRaw: LucidStore.durableSettings
+        case .lucid, .lucidRaw, .lucidRecords: LucidStore.durableSettings
         case .lmdb: LMDBStore.durableSettings
         case .rocksdb: RocksStore.durableSettings
         case .sqlite: SQLiteStore.durableSettings
@@ -154,8 +158,9 @@ enum EngineKind: String, CaseIterable {
     /// Opens (creating if needed) the store in directory `path`; `durable` selects the commit settings.
     func open(at path: String, durable: Bool, records: Int) throws -> BenchStore {
         switch self {
-        case .lucid: try LucidStore(path: path, durable: durable, compressed: true)
-        case .lucidRaw: try LucidStore(path: path, durable: durable, compressed: false)
+        case .lucid: try LucidStore(path: path, durable: durable, compression: benchCompression)
+        case .lucidRaw: try LucidStore(path: path, durable: durable, compression: .none)
+        case .lucidRecords: try LucidStore(path: path, durable: durable, compression: .lz4Records)
         case .lmdb: try LMDBStore(path: path, durable: durable, records: records)
         case .rocksdb: try RocksStore(path: path, durable: durable)
         case .sqlite: try SQLiteStore(path: path, durable: durable)
