@@ -32,8 +32,8 @@ public struct Snapshot: Sendable {
 
     /// The values of the records at `locations`, in order (nil for nil). A store that reads pages in place
     /// (``EngineOptions/PageCompression/none`` or ``EngineOptions/PageCompression/lz4Records`` with mapped
-    /// reads) copies the values of checked pages first (``PageFetch/checkedValue(at:in:records:)``); the rest are read through the cache, together
-    /// (``readValuesThroughCache(_:)``). - Throws: as ``get(_:in:)``, for the first location that fails (in order
+    /// reads) copies the values of checked pages first (``PageFetch/checkedValue(at:in:records:)``); the rest are
+    /// read through the cache, together (``readValuesThroughCache(_:)``). - Throws: as ``get(_:in:)``, for the first location that fails (in order
     /// among those read in place, then among the others).
     func readValues(_ locations: [RecordLocation?]) throws -> [[UInt8]?] {
         guard core.options.readsPagesInPlace else {
