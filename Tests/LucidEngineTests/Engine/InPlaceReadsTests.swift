@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import LucidEngineTestSupport
 @testable import LucidEngine
@@ -158,6 +159,60 @@ struct InPlaceReadsTests {
                 #expect(records.bytes == 0, "the one value cached was in a compacted segment")
                 for _ in 0..<3 { #expect(try engine.get(Self.key(7), in: "p") == Self.value(7, generation: 0)) }
             }
+        }
+    }
+
+    @Test("readers of hot records compressed one by one, during overwrites and compactions, read what was written")
+    func hotRecordsUnderCompaction() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options(.lz4Records, cacheBytes: 8 << 20))
+            defer { try? engine.close() }
+            try Self.write(engine, 0..<3_000, generation: 0)
+            let hot = 200
+            let done = Atomic<Bool>(false)
+            let wrong = Atomic<Int>(0)
+            let reads = Atomic<Int>(0)
+            // Readers: a key of the hot set holds generation 0 or 1 (overwritten once, below), never anything else.
+            let readers = DispatchGroup()
+            for r in 0..<3 {
+                DispatchQueue.global().async(group: readers) {
+                    var rng = SplitMix64(seed: UInt64(r))
+                    while !done.load(ordering: .acquiring) {
+                        let i = Int(rng.next() % UInt64(hot))
+                        let batch = (0..<4).map { _ in Int(rng.next() % UInt64(hot)) }
+                        do {
+                            let value = try engine.get(Self.key(i), in: "p")
+                            if value != Self.value(i, generation: 0) && value != Self.value(i, generation: 1) {
+                                wrong.add(1, ordering: .relaxed)
+                            }
+                            let values = try engine.snapshot().values(forKeys: batch.map(Self.key), in: "p")
+                            for (k, value) in zip(batch, values) where value != Self.value(k, generation: 0)
+                                && value != Self.value(k, generation: 1) {
+                                wrong.add(1, ordering: .relaxed)
+                            }
+                        } catch {
+                            wrong.add(1, ordering: .relaxed)
+                        }
+                        reads.add(5, ordering: .relaxed)
+                    }
+                }
+            }
+            // The writer overwrites half the hot set, and compaction moves everything, twice.
+            for round in 0..<2 {
+                if round == 0 { try Self.write(engine, 0..<(hot / 2), generation: 1) }
+                try engine.sealActiveSegment()
+                _ = try engine.compactAndWait()
+            }
+            done.store(true, ordering: .releasing)
+            readers.wait()
+            #expect(wrong.load(ordering: .relaxed) == 0, "reads that returned another value or failed")
+            #expect(reads.load(ordering: .relaxed) > 0)
+            var generations = [Int](repeating: 0, count: 3_000)
+            for i in 0..<(hot / 2) { generations[i] = 1 }
+            try Self.checkAll(engine, generations, "after compactions")
+            let records = try #require(engine.core.cache.records)
+            #expect(engine.statistics.recordCacheHits > 0, "the hot set was served from the record cache")
+            #expect(records.checkInvariants().isEmpty, "\(records.checkInvariants())")
         }
     }
 
