@@ -111,20 +111,21 @@ extension SegmentFile {
     /// - Throws: ``LucidError/Code/corruption`` at the page when `range` lies outside its payload.
     @inline(__always)
     func checkedValue(pageAt offset: UInt64, range: Range<Int>, records: RecordCache?) throws -> [UInt8]? {
-        let recordKey = RecordCache.Key(segment: UInt32(truncatingIfNeeded: id),
-                                        pageOffset: UInt32(truncatingIfNeeded: offset),
-                                        valueOffset: UInt32(truncatingIfNeeded: range.lowerBound),
-                                        valueLength: UInt32(truncatingIfNeeded: range.count))
-        return try mapping.withCurrent { mapped -> [UInt8]? in
+        try mapping.withCurrent { mapped -> [UInt8]? in
             guard let mapped, let base = mapped.bytes.baseAddress else { return nil }
             let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
             let headerLength = UInt64(Format.pageHeaderLength)
             guard offset <= limit, limit - offset >= headerLength else { return nil }
-            var admit = false
+            // The key to cache the value under, when the record cache says to once it is decoded.
+            var admitAs: RecordCache.Key?
             if let records {
-                switch records.lookup(recordKey) {
+                let key = RecordCache.Key(segment: UInt32(truncatingIfNeeded: id),
+                                          pageOffset: UInt32(truncatingIfNeeded: offset),
+                                          valueOffset: UInt32(truncatingIfNeeded: range.lowerBound),
+                                          valueLength: UInt32(truncatingIfNeeded: range.count))
+                switch records.lookup(key) {
                 case .hit(let value): return value
-                case .miss(let admitted): admit = admitted
+                case .miss(let admit): if admit { admitAs = key }
                 }
             }
             guard mapped.checkedPages?.contains(pageAt: offset) == true else { return nil }
@@ -155,7 +156,7 @@ extension SegmentFile {
                 guard case .bytes(let value) = RecordPageCodec.entryBytes(
                     range, of: stored, recordCount: recordCount, rawLength: Int(rawLength), dictionary: dictionary)
                 else { return nil }
-                if admit { records?.insert(value, for: recordKey) }
+                if let admitAs { records?.insert(value, for: admitAs) }
                 return value
             }
             guard rawLength == storedLength else { return nil }
