@@ -173,9 +173,11 @@ struct InPlaceReadsTests {
             let wrong = Atomic<Int>(0)
             let reads = Atomic<Int>(0)
             // Readers: a key of the hot set holds generation 0 or 1 (overwritten once, below), never anything else.
-            let readers = DispatchGroup()
+            // Threads of their own: the shared pools can be held by other tests for longer than the writer runs.
+            let finished = DispatchSemaphore(value: 0)
             for r in 0..<3 {
-                DispatchQueue.global().async(group: readers) {
+                Thread {
+                    defer { finished.signal() }
                     var rng = SplitMix64(seed: UInt64(r))
                     while !done.load(ordering: .acquiring) {
                         let i = Int(rng.next() % UInt64(hot))
@@ -195,16 +197,24 @@ struct InPlaceReadsTests {
                         }
                         reads.add(5, ordering: .relaxed)
                     }
-                }
+                }.start()
+            }
+            /// Waits until the readers have made 2,000 more reads, so that each phase overlaps their reading.
+            func readersProgress() {
+                let target = reads.load(ordering: .relaxed) + 2_000
+                while reads.load(ordering: .relaxed) < target { Thread.sleep(forTimeInterval: 0.001) }
             }
             // The writer overwrites half the hot set, and compaction moves everything, twice.
             for round in 0..<2 {
+                readersProgress()
                 if round == 0 { try Self.write(engine, 0..<(hot / 2), generation: 1) }
+                readersProgress()
                 try engine.sealActiveSegment()
                 _ = try engine.compactAndWait()
             }
+            readersProgress()
             done.store(true, ordering: .releasing)
-            readers.wait()
+            for _ in 0..<3 { finished.wait() }
             #expect(wrong.load(ordering: .relaxed) == 0, "reads that returned another value or failed")
             #expect(reads.load(ordering: .relaxed) > 0)
             var generations = [Int](repeating: 0, count: 3_000)

@@ -11,16 +11,6 @@ actor Collector {
 
 @Suite("Continuous queries")
 struct ContinuousQueryTests {
-    /// Waits (up to `timeout`) until `condition` holds; returns whether it did.
-    static func eventually(timeout: Duration = .seconds(5), _ condition: @Sendable () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return await condition()
-    }
-
     static func observe(_ manager: CoreManager<Book>, _ query: Query<Book>) async throws -> (Collector, Task<Void, Never>) {
         let collector = Collector()
         let continuous = try await manager.search(withQuery: query).continuous
@@ -36,20 +26,20 @@ struct ContinuousQueryTests {
         try await manager.set([Book.remote(1, "a", genre: "x"), Book.remote(2, "b", genre: "y")])
         let query = Query<Book>.filter(.genre == .string("x")).order([.asc(by: .title)]).with(limit: 2)
         let (collector, task) = try await Self.observe(manager, query)
-        #expect(await Self.eventually { await collector.last == ["a"] })
+        #expect(await eventually { await collector.last == ["a"] })
         try await manager.set(Book.remote(3, "c", genre: "x"))
-        #expect(await Self.eventually { await collector.last == ["a", "c"] })
+        #expect(await eventually { await collector.last == ["a", "c"] })
         // A third match: the limit holds (the original let paginated observers grow past it).
         try await manager.set(Book.remote(4, "0", genre: "x"))
-        #expect(await Self.eventually { await collector.last == ["0", "a"] })
+        #expect(await eventually { await collector.last == ["0", "a"] })
         // A write that does not touch the result emits nothing.
         let before = await collector.results.count
         try await manager.set(Book.remote(5, "z", genre: "y"))
         // An entity leaving the filter, and a removal.
         try await manager.set(Book.remote(4, "0", genre: "y"))
-        #expect(await Self.eventually { await collector.last == ["a", "c"] })
+        #expect(await eventually { await collector.last == ["a", "c"] })
         try await manager.remove(atID: .remote(1))
-        #expect(await Self.eventually { await collector.last == ["c"] })
+        #expect(await eventually { await collector.last == ["c"] })
         #expect(await collector.results.count == before + 2)
         task.cancel()
         _ = temp
@@ -62,21 +52,21 @@ struct ContinuousQueryTests {
         let (manager, temp) = try CoreManagerTests.manager()
         try await manager.set((1...3).map { Book.remote($0, "x\($0)", genre: "x") } + (10...30).map { Book.remote($0, "y\($0)", genre: "y") })
         let (collector, task) = try await Self.observe(manager, Query<Book>.filter(.genre == .string("x")).order([.asc(by: .title)]))
-        #expect(await Self.eventually { await collector.last == ["x1", "x2", "x3"] })
+        #expect(await eventually { await collector.last == ["x1", "x2", "x3"] })
         for (written, leaving) in [(1, 1), (4, 2), (5, 3)] {
             // `leaving` goes to genre "y" together with `written - 1` entities that stay out of the filter.
             let others = (0 ..< written - 1).map { Book.remote(10 + $0, "y\(10 + $0)", genre: "y") }
             try await manager.set(others + [Book.remote(leaving, "x\(leaving)", genre: "y")])
             let expected = (leaving + 1 ..< 4).map { "x\($0)" }
-            #expect(await Self.eventually { await collector.last == expected }, "\(written) written")
+            #expect(await eventually { await collector.last == expected }, "\(written) written")
         }
         // Removals: one alone, then one among six.
         try await manager.set((1...3).map { Book.remote($0, "x\($0)", genre: "x") })
-        #expect(await Self.eventually { await collector.last == ["x1", "x2", "x3"] })
+        #expect(await eventually { await collector.last == ["x1", "x2", "x3"] })
         try await manager.remove(atID: .remote(2))
-        #expect(await Self.eventually { await collector.last == ["x1", "x3"] })
+        #expect(await eventually { await collector.last == ["x1", "x3"] })
         try await manager.remove((20...24).map { Book.Identifier.remote($0) } + [.remote(3)])
-        #expect(await Self.eventually { await collector.last == ["x1"] })
+        #expect(await eventually { await collector.last == ["x1"] })
         task.cancel()
         _ = temp
     }
@@ -86,11 +76,11 @@ struct ContinuousQueryTests {
         let (manager, temp) = try CoreManagerTests.manager()
         try await manager.set((1...5).map { Book.remote($0, "t\($0)") })
         let (collector, task) = try await Self.observe(manager, Query<Book>.all.order([.asc(by: .title)]).with(offset: 2).with(limit: 2))
-        #expect(await Self.eventually { await collector.last == ["t3", "t4"] })
+        #expect(await eventually { await collector.last == ["t3", "t4"] })
         try await manager.set(Book.remote(9, "t0"))
-        #expect(await Self.eventually { await collector.last == ["t2", "t3"] })
+        #expect(await eventually { await collector.last == ["t2", "t3"] })
         try await manager.remove([.remote(9), .remote(1)])
-        #expect(await Self.eventually { await collector.last == ["t4", "t5"] })
+        #expect(await eventually { await collector.last == ["t4", "t5"] })
         task.cancel()
         _ = temp
     }
@@ -102,21 +92,21 @@ struct ContinuousQueryTests {
         let (c1, t1) = try await Self.observe(manager, .all)
         let (c2, t2) = try await Self.observe(manager, .all)
         let (c3, t3) = try await Self.observe(manager, .filter(.title == .string("a")))
-        #expect(await Self.eventually {
+        #expect(await eventually {
             let (a, b, c) = (await c1.last, await c2.last, await c3.last)
             return a == ["a"] && b == ["a"] && c == ["a"]
         })
         #expect(manager.observedQueryCount == 2)
         try await manager.set(Book.remote(2, "b"))
-        #expect(await Self.eventually {
+        #expect(await eventually {
             let (a, b) = (await c1.last, await c2.last)
             return a == ["a", "b"] && b == ["a", "b"]
         })
         t1.cancel()
         t3.cancel()
-        #expect(await Self.eventually { manager.observedQueryCount == 1 })
+        #expect(await eventually { manager.observedQueryCount == 1 })
         t2.cancel()
-        #expect(await Self.eventually { manager.observedQueryCount == 0 })
+        #expect(await eventually { manager.observedQueryCount == 0 })
         // A continuous sequence that is never iterated registers nothing.
         let unused = try await manager.search(withQuery: .all).continuous
         #expect(manager.observedQueryCount == 0)
@@ -132,7 +122,7 @@ struct ContinuousQueryTests {
             _ = await iterator.next()
             #expect(manager.observedQueryCount == 1)
         }
-        #expect(await Self.eventually { manager.observedQueryCount == 0 })
+        #expect(await eventually { manager.observedQueryCount == 0 })
         _ = temp
     }
 

@@ -37,12 +37,12 @@ struct QueryObserversTests {
         let (manager, temp) = try CoreManagerTests.manager()
         try await manager.set([Book(.local("b"), title: "b", genre: "x"), Book.remote(1, "c", genre: "x")])
         let (collector, task) = try await ContinuousQueryTests.observe(manager, Query<Book>.filter(.genre == .string("x")).order([.asc(by: .title)]))
-        #expect(await ContinuousQueryTests.eventually { await collector.last == ["b", "c"] })
+        #expect(await eventually { await collector.last == ["b", "c"] })
         // (local a, remote 5) and (local b, remote 5) share a remote half: a DualHashSet of them forgets local b.
         let others = (100 ..< 100 + count - 2).map { Book.Identifier.remote($0) }
         try await manager.remove([Book.Identifier.remote(5, local: "a"), .remote(5, local: "b")] + others)
         #expect(try await manager.get(byID: .local("b")) == nil, "the store removed it")
-        #expect(await ContinuousQueryTests.eventually { await collector.last == ["c"] }, "\(count) ids")
+        #expect(await eventually { await collector.last == ["c"] }, "\(count) ids")
         task.cancel()
         _ = temp
     }

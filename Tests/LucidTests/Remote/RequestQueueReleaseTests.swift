@@ -11,16 +11,9 @@ struct RequestQueueReleaseTests {
         func send(_ request: APIRequestConfig) async throws(APIError) -> APIResponse { throw .networkUnreachable("test") }
     }
 
-    /// Whether `released` becomes true within 6,000 polls 10 ms apart (at least a minute: a worker may be finishing a
-    /// step on a busy machine, whose other tests can hold the cooperative threads for many seconds; a correct
-    /// release is seen at the first polls, the bound only ends a failing test).
-    static func eventually(_ released: () -> Bool) async -> Bool {
-        for _ in 0..<6000 {
-            if released() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
-    }
+    /// How long a release may take to be seen: a worker may be finishing a step on a busy machine, whose other
+    /// tests can hold the cooperative threads for many seconds (a correct release is seen at the first checks).
+    static let patience = Duration.seconds(60)
 
     @Test("a manager with a queued remote store: manager, store, queue and engine are freed after close()")
     func managerWithClosedQueue() async throws {
@@ -34,7 +27,7 @@ struct RequestQueueReleaseTests {
             try await m.set(Book.remote(1, "a"))
             await q.close()
         }
-        #expect(await Self.eventually { manager == nil && remote == nil && queue == nil && engine == nil })
+        #expect(await eventually(timeout: Self.patience) { manager == nil && remote == nil && queue == nil && engine == nil })
     }
 
     @Test("a create still queued when the queue is closed: manager, store, queue and engine are freed")
@@ -51,11 +44,11 @@ struct RequestQueueReleaseTests {
             let write = Task {
                 try? await m.set(Book(.local("draft"), title: "Draft"), in: WriteContext(dataTarget: .localAndRemote))
             }
-            #expect(await Self.eventually { q.pendingCount == 1 })
+            #expect(await eventually(timeout: Self.patience) { q.pendingCount == 1 })
             await q.close()
             _ = await write.value
         }
-        #expect(await Self.eventually { manager == nil && queue == nil && engine == nil })
+        #expect(await eventually(timeout: Self.patience) { manager == nil && queue == nil && engine == nil })
     }
 
     @Test("close() ends a wait for the queue to empty (the request stays queued)")
@@ -70,7 +63,7 @@ struct RequestQueueReleaseTests {
             returned.withLock { $0 = true }
         }
         await queue.close()
-        #expect(await Self.eventually { returned.withLock { $0 } }, "waitUntilEmpty returned after close()")
+        #expect(await eventually(timeout: Self.patience) { returned.withLock { $0 } }, "waitUntilEmpty returned after close()")
         waiter.cancel()
         #expect(queue.pendingCount == 1)
     }
@@ -85,8 +78,8 @@ struct RequestQueueReleaseTests {
                                     retry: .init(initialDelay: 30, maximumDelay: 30))
             idle = a; retrying = b
             try await b.enqueue(APIRequestConfig(method: .post, path: .path("books")))
-            #expect(await Self.eventually { a.pendingCount == 0 })
+            #expect(await eventually(timeout: Self.patience) { a.pendingCount == 0 })
         }
-        #expect(await Self.eventually { idle == nil && retrying == nil })
+        #expect(await eventually(timeout: Self.patience) { idle == nil && retrying == nil })
     }
 }

@@ -15,14 +15,6 @@ struct RequestQueueTests {
         return port
     }
 
-    static func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
-    }
-
     @Test("writes queued while the server is down are delivered in order when it comes back, placeholders rewritten")
     func offlineWrites() async throws {
         let port = try Self.freePort()
@@ -32,11 +24,11 @@ struct RequestQueueTests {
         let manager = CoreManager(stores: [RemoteStore<Book>(client: client, queue: queue),
                                            DiskStore<Book>(engine: temp.engine)])
         let create = Task { try await manager.set(Book(.local("draft"), title: "Offline"), in: WriteContext(dataTarget: .localAndRemote)) }
-        #expect(await Self.eventually { queue.pendingCount == 1 })
+        #expect(await eventually { queue.pendingCount == 1 })
         // Written locally at once, found by its local id while the server is away.
         #expect(try await manager.get(byID: .local("draft"))?.title == "Offline")
         let remove = Task { try await manager.remove(atID: .local("draft"), in: WriteContext(dataTarget: .remote)) }
-        #expect(await Self.eventually { queue.pendingCount == 2 })
+        #expect(await eventually { queue.pendingCount == 2 })
         try await Task.sleep(for: .milliseconds(300))   // a few failed attempts
         let backend = try FakeBackend(port: port)
         defer { backend.stop() }
@@ -69,7 +61,7 @@ struct RequestQueueTests {
         queue.onOutcome { await outcomes.add($0) }
         #expect(queue.pendingCount == 1)
         await queue.waitUntilEmpty()
-        #expect(await Self.eventually { backend.books.count == 1 })
+        #expect(await eventually { backend.books.count == 1 })
         #expect(backend.books[1000]?.title == "Queued before the restart")
         #expect(await outcomes.statuses() == [200])
         await queue.close()
@@ -87,9 +79,9 @@ struct RequestQueueTests {
         }
         let (firstQueue, firstManager) = wire(start: true)
         let create = Task { try? await firstManager.set(Book(.local("offline"), title: "Draft"), in: WriteContext(dataTarget: .localAndRemote)) }
-        #expect(await Self.eventually { firstQueue.pendingCount == 1 })
+        #expect(await eventually { firstQueue.pendingCount == 1 })
         let remove = Task { try? await firstManager.remove(atID: .local("offline"), in: WriteContext(dataTarget: .remote)) }
-        #expect(await Self.eventually { firstQueue.pendingCount == 2 })
+        #expect(await eventually { firstQueue.pendingCount == 2 })
         await firstQueue.close()
         _ = await (create.value, remove.value)
         try temp.reopen()

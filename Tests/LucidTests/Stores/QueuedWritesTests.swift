@@ -48,7 +48,7 @@ struct QueuedWritesTests {
 
     /// Waits until `condition` holds (up to ``patience``); returns whether it did.
     static func eventually(_ condition: @Sendable () async -> Bool) async -> Bool {
-        await ContinuousQueryTests.eventually(timeout: patience, condition)
+        await LucidTests.eventually(timeout: patience, condition)
     }
 
     /// One random write of the batch tests: a set of up to three items, or the removal of two ids.
