@@ -95,10 +95,10 @@ extension BookEntity: EntityRecordCodable {
 /// queries, runs in one task the calling thread waits for, so the bridge is paid once per loop, not per call.
 final class CoreManagerStore: BenchStore, Committer {
     static let keyspace = BookEntity.identifierTypeID
-    static func settings(cached: Bool, compressed: Bool = true) -> String {
+    static func settings(cached: Bool, compression: EngineOptions.PageCompression = benchCompression) -> String {
         "Lucid CoreManager over " + (cached ? "CacheStore(InMemoryStore + DiskStore)" : "DiskStore")
             + " on LucidEngine (syncMode .none during the load then one sync(), \(benchPageSize >> 10) KiB pages, "
-            + "pageCompression \(compressed ? ".\(benchCompression)" : ".none"), "
+            + "pageCompression .\(compression), "
             + "\(pageCacheBytes >> 20) MiB page cache + the DiskStore's \(entityCacheBytes >> 20) MiB decoded-entity cache "
             + "(together the \(engineCacheBytes >> 20) MiB every engine gets), memoryMappedReads \(benchMappedReads)); BookEntity (Codable + hand-written record, EntityRecordCodable; remote Int id + 10 fields, "
             + "indexes genre and rating) written with "
@@ -115,7 +115,8 @@ final class CoreManagerStore: BenchStore, Committer {
     private var engine: Engine
     private var manager: CoreManager<BookEntity>
 
-    init(path: String, durable: Bool, cached: Bool, compressed: Bool = true) throws {
+    init(path: String, durable: Bool, cached: Bool,
+         compression: EngineOptions.PageCompression = benchCompression) throws {
         self.path = path
         self.cached = cached
         var options = EngineOptions()
@@ -123,7 +124,7 @@ final class CoreManagerStore: BenchStore, Committer {
         options.pageCacheBytes = Self.pageCacheBytes
         options.memoryMappedReads = benchMappedReads
         options.pageSize = benchPageSize
-        options.pageCompression = compressed ? benchCompression : .none
+        options.pageCompression = compression
         self.options = options
         engine = try Engine.open(at: path, options: options)
         manager = Self.makeManager(engine, cached: cached)

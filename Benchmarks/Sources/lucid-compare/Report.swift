@@ -39,7 +39,8 @@ struct Report {
     }
 
     /// The data-layer engines, compared with GRDB's record API rather than counted as lucid-engine's peers.
-    private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached, .coreManagerRaw]
+    private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached, .coreManagerRaw,
+                                                   .coreManagerRecords]
     /// The engine's configurations, each compared with the best peer (and never counted as a peer).
     private static let lucidEngines: [EngineKind] = [.lucid, .lucidRaw, .lucidRecords]
 
@@ -125,36 +126,54 @@ struct Report {
         return out.joined(separator: "\n")
     }
 
-    /// One table: a row per workload, a column per engine, each lucid engine configuration's ratio to the best
-    /// peer, and each data-layer engine's to GRDB.
+    /// Two tables. The engines': a column per engine configuration and peer (LMDB, RocksDB, SQLite, GRDB),
+    /// then each lucid engine configuration's ratio to the best peer. The data layer's: GRDB and a column per
+    /// data-layer configuration, then each one's ratio to GRDB (only workloads the data layer runs). Either is
+    /// left out when the run has none of its engines.
     func markdown() -> String {
-        var lines: [String] = []
-        let names = engines.map(\.rawValue)
-        let lucids = comparedLucidEngines
-        let compared = dataLayerEngines
-        let ratioCount = lucids.count + compared.count
-        lines.append("| workload | unit | " + names.joined(separator: " | ") + " |"
-                     + lucids.map { " \($0 == .lucid ? "lucid" : $0.rawValue) ÷ best peer |" }.joined()
-                     + compared.map { " \($0.rawValue) ÷ grdb |" }.joined())
-        lines.append("|---|---|" + names.map { _ in "---:|" }.joined()
-                     + String(repeating: "---:|", count: ratioCount))
+        let engineColumns = engines.filter { !Self.dataLayer.contains($0) }
+        let dataEngines = engines.filter { Self.dataLayer.contains($0) }
+        var tables: [String] = []
+        if engineColumns.contains(where: { $0 != .grdb }) || dataEngines.isEmpty {
+            tables.append(table(engineColumns, ratios: comparedLucidEngines.map { e in
+                (e == .lucid ? "lucid" : e.rawValue) + " ÷ best peer"
+            }, withProbe: true) { info in
+                self.comparedLucidEngines.map { e in
+                    self.ratio(info, e).map { "\(formatNumber($0.0, decimals: 2))x (\($0.1))" } ?? "—"
+                }
+            })
+        }
+        if !dataEngines.isEmpty {
+            tables.append(table((engines.contains(.grdb) ? [.grdb] : []) + dataEngines,
+                                ratios: dataLayerEngines.map { "\($0.rawValue) ÷ grdb" },
+                                withProbe: tables.isEmpty, onlyWith: dataEngines) { info in
+                self.dataLayerEngines.map { e in self.gRDBRatio(info, e).map { "\(formatNumber($0, decimals: 2))x" } ?? "—" }
+            })
+        }
+        return tables.joined(separator: "\n\n")
+    }
+
+    /// A Markdown table: a row per workload that one of `onlyWith` (default: `columns`) has a figure for, a column
+    /// per engine of `columns`, then the `ratios` columns, whose cells `ratioCells` gives per workload. With
+    /// `withProbe`, the fdatasync probe's row first.
+    private func table(_ columns: [EngineKind], ratios: [String], withProbe: Bool, onlyWith: [EngineKind]? = nil,
+                       _ ratioCells: (WorkloadInfo) -> [String]) -> String {
+        let names = columns.map(\.rawValue)
+        let required = (onlyWith ?? columns).map(\.rawValue)
+        var lines = ["| workload | unit | " + (names + ratios).joined(separator: " | ") + " |",
+                     "|---|---|" + String(repeating: "---:|", count: names.count + ratios.count)]
         for info in workloadInfos {
             if info.name.hasPrefix("fdatasync_4k") {
-                if let v = value(info.name, "os") {
+                if withProbe, let v = value(info.name, "os") {
                     lines.append("| \(info.name) (os) | ops/s | \(format(v, unit: info.unit))"
-                                 + String(repeating: " |", count: names.count + ratioCount))
+                                 + String(repeating: " |", count: names.count + ratios.count))
                 }
                 continue
             }
-            guard names.contains(where: { value(info.name, $0) != nil }) else { continue }
+            guard required.contains(where: { value(info.name, $0) != nil }) else { continue }
             let cells = names.map { n in value(info.name, n).map { format($0, unit: info.unit) } ?? "—" }
-            let ratios = lucids.map { e in
-                ratio(info, e).map { " \(formatNumber($0.0, decimals: 2))x (\($0.1)) |" } ?? " — |"
-            }
             let unit = info.unit + (info.higherIsBetter ? " ↑" : " ↓")
-            let versus = compared.map { e in gRDBRatio(info, e).map { " \(formatNumber($0, decimals: 2))x |" } ?? " — |" }
-            lines.append("| \(info.name) | \(unit) | " + cells.joined(separator: " | ") + " |" + ratios.joined()
-                         + versus.joined())
+            lines.append("| \(info.name) | \(unit) | " + (cells + ratioCells(info)).joined(separator: " | ") + " |")
         }
         return lines.joined(separator: "\n")
     }

@@ -124,6 +124,8 @@ enum EngineKind: String, CaseIterable {
     case coreManagerCached = "lucid-coremanager-cached"
     /// The data layer over an engine that stores its pages uncompressed (as `lucid-engine-raw`).
     case coreManagerRaw = "lucid-coremanager-raw"
+    /// The data layer over an engine that compresses records one by one (as `lucid-engine-records`).
+    case coreManagerRecords = "lucid-coremanager-records"
 
     /// Settings for the bulk-load, read, reopen and size workloads.
     var settings: String {
@@ -137,7 +139,8 @@ enum EngineKind: String, CaseIterable {
         case .grdb: GRDBStore.settings
         case .coreManager: CoreManagerStore.settings(cached: false)
         case .coreManagerCached: CoreManagerStore.settings(cached: true)
-        case .coreManagerRaw: CoreManagerStore.settings(cached: false, compressed: false)
+        case .coreManagerRaw: CoreManagerStore.settings(cached: false, compression: .none)
+        case .coreManagerRecords: CoreManagerStore.settings(cached: false, compression: .lz4Records)
         }
     }
 
@@ -151,7 +154,7 @@ enum EngineKind: String, CaseIterable {
         case .grdb: GRDBStore.durableSettings
         case .coreManager: CoreManagerStore.durableSettings(cached: false)
         case .coreManagerCached: CoreManagerStore.durableSettings(cached: true)
-        case .coreManagerRaw: CoreManagerStore.durableSettings(cached: false)
+        case .coreManagerRaw, .coreManagerRecords: CoreManagerStore.durableSettings(cached: false)
         }
     }
 
@@ -167,7 +170,9 @@ enum EngineKind: String, CaseIterable {
         case .grdb: try GRDBStore(path: path, durable: durable)
         case .coreManager: try CoreManagerStore(path: path, durable: durable, cached: false)
         case .coreManagerCached: try CoreManagerStore(path: path, durable: durable, cached: true)
-        case .coreManagerRaw: try CoreManagerStore(path: path, durable: durable, cached: false, compressed: false)
+        case .coreManagerRaw: try CoreManagerStore(path: path, durable: durable, cached: false, compression: .none)
+        case .coreManagerRecords:
+            try CoreManagerStore(path: path, durable: durable, cached: false, compression: .lz4Records)
         }
     }
 }
