@@ -4,8 +4,8 @@ import PackageDescription
 // libFuzzer targets for LucidEngine: one executable per input surface. Build and run with `./run.sh`
 // (swift build --sanitize fuzzer --sanitize address ...). See README.md.
 //
-// FuzzCommon compiles the checks shared with the root package's replay test: its `FuzzChecks.swift` is a symlink to
-// `../Tests/LucidEngineTests/Fuzz/FailCasesReplayTests.swift`, with `LUCID_FUZZ_HARNESS` hiding the test suite.
+// FuzzCommon compiles the checks shared with the root package's replay test: each of its files but `Entry.swift` is a
+// symlink to the file of that name in `../Tests/LucidEngineTests/Fuzz/` (where `FailCasesReplayTests` replays them).
 
 let package = Package(
     name: "LucidFuzz",

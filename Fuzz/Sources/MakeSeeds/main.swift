@@ -2,7 +2,7 @@
 //   MakeSeeds <Fuzz/Corpus directory>
 // FuzzPage: pages cut out of real segments (with mode byte 0 and 1); FuzzManifest: real manifest slots and segment
 // headers; FuzzCheckpoint: CHECKPOINT files of real stores and checkpoints written by CheckpointWriter on real files,
-// plus a few programs; FuzzRecovery and FuzzOperations: short programs in their input formats (see FuzzChecks.swift);
+// plus a few programs; FuzzRecovery and FuzzOperations: short programs in their input formats (see RecoveryChecks.swift and OperationChecks.swift);
 // FuzzEntityCodec: records written by EntityCodec (see EntityCodecChecks.swift).
 import Foundation
 import FuzzCommon

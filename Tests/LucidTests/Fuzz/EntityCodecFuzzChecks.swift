@@ -1,7 +1,7 @@
 // The check of the `FuzzEntityCodec` libFuzzer target in Fuzz/, and the test that replays its inputs without a
 // sanitizer build.
 //
-// Like Tests/LucidEngineTests/Fuzz/FailCasesReplayTests.swift for the engine's targets, this file is compiled twice:
+// Like the engine's checks in Tests/LucidEngineTests/Fuzz/, this file is compiled twice:
 // here, in the root LucidTests target, where `LucidFailCasesReplayTests` at the bottom replays every file of
 // `Fuzz/FailCases/FuzzEntityCodec/` and `Fuzz/Corpus/FuzzEntityCodec/`; and in the Fuzz package's `FuzzLucidCommon`
 // library (through the symlink `Fuzz/Sources/FuzzLucidCommon/EntityCodecChecks.swift`), where `LUCID_FUZZ_HARNESS`

@@ -1,1 +1,0 @@
-../../../Tests/LucidEngineTests/Fuzz/FailCasesReplayTests.swift

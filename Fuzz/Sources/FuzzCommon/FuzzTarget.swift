@@ -1,0 +1,1 @@
+../../../Tests/LucidEngineTests/Fuzz/FuzzTarget.swift
