@@ -209,8 +209,9 @@ enum PageFetch {
     /// compressed one by one, from the page cache's ``PageCache/records`` first, unless `lookingUpRecord` is false:
     /// a caller that looked it up already); else from the cached page, or, on a miss, from the page read whole and
     /// cached when the cache takes it (``PageCache/afterMiss(_:)``), else from the page decoded only as far as the
-    /// value ends and not cached. Every path reads a page only once its checksum is verified, in this read or an
-    /// earlier one.
+    /// value ends and not cached. A page that this read checks for reads in place
+    /// (``SegmentFile/readsInPlace(pageAt:)``) is never cached on a miss. Every path reads a page only once its
+    /// checksum is verified, in this read or an earlier one.
     /// - Throws: ``LucidError/Code/corruption`` naming the file and page when a check fails or the value lies
     ///   outside the page; ``LucidError/Code/io`` when a read fails.
     static func value(at location: RecordLocation, file: SegmentFile?, cache: PageCache,
@@ -231,7 +232,10 @@ enum PageFetch {
             return try value(at: location, in: cached, file: file, storePath: storePath)
         }
         file?.prefetchPage(at: UInt64(location.pageOffset))
-        if case .cache(let admitted) = cache.afterMiss(key) {
+        // A page this read checks in place is read in place from then on: caching it whole would cost a copy (with
+        // `.lz4Records`, a decode of every record on it) that no read uses.
+        if file?.readsInPlace(pageAt: UInt64(location.pageOffset)) != true,
+           case .cache(let admitted) = cache.afterMiss(key) {
             let page = try read(location, file: file, cache: cache, storePath: storePath)
             cache.insert(page, for: key, admitted: admitted)
             return try value(at: location, in: page, file: file, storePath: storePath)

@@ -60,6 +60,26 @@ extension SegmentFile {
         }
     }
 
+    /// Whether a read of the page at `offset` will check it in place, so that every later read of it copies (or
+    /// decodes) its values straight from the mapping (``checkedValue(pageAt:range:records:)``): the segment is mapped
+    /// with checked pages tracked, and the page's header says it is stored without whole-page compression and ends
+    /// below the readable end. A point read that misses such a page decodes only its own value instead of caching
+    /// the page whole, which no later read would ask the cache for. A hint read from a header not checked yet: the
+    /// read that follows checks everything. O(1), no lock; reads the page's header from the mapping.
+    func readsInPlace(pageAt offset: UInt64) -> Bool {
+        mapping.withCurrent { mapped in
+            guard let mapped, mapped.checkedPages != nil, let base = mapped.bytes.baseAddress else { return false }
+            let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
+            let headerLength = UInt64(Format.pageHeaderLength)
+            guard offset <= limit, limit - offset >= headerLength else { return false }
+            let header = base + Int(offset)
+            let flags = header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self)
+            let storedOffset = Format.pageHeaderStoredLengthOffset
+            let storedLength = UInt32(littleEndian: header.loadUnaligned(fromByteOffset: storedOffset, as: UInt32.self))
+            return flags & Format.pageFlagCompressed == 0 && UInt64(storedLength) <= limit - offset - headerLength
+        }
+    }
+
     /// How much of a page `prefetchPage` asks for: 2 KiB (random gets on a 1M-record store, mostly missing the
     /// page cache, ran fastest with 2 KiB among 256 bytes, 768 bytes, 2 KiB and 3 KiB).
     static let prefetchSpan = 2048

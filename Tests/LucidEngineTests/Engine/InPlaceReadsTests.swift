@@ -123,6 +123,36 @@ struct InPlaceReadsTests {
         }
     }
 
+    @Test("a point read that checks a page for in-place reads does not cache it whole; an .lz4 page is cached",
+          arguments: [EngineOptions.PageCompression.none, .lz4Records, .lz4])
+    func firstReadsLeaveInPlacePagesUncached(compression: EngineOptions.PageCompression) throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            // A cache with room for every page, so that it would take each page a miss reads.
+            let options = Self.options(compression, cacheBytes: 8 << 20)
+            let count = 2_000
+            let writer = try Engine.open(at: dir, options: options)
+            try Self.write(writer, 0..<count, generation: 0)
+            try writer.close()
+            let engine = try Engine.open(at: dir, options: options)
+            defer { try? engine.close() }
+            func cachedBytes() -> Int {
+                engine.core.cache.shards.reduce(0) { sum, shard in sum + shard.mutex.withLock { $0.bytes } }
+            }
+            for i in stride(from: 0, to: count, by: 3) {
+                let value = try engine.get(Self.key(i), in: "p")
+                #expect(value == Self.value(i, generation: 0), "\(compression): key \(i)")
+            }
+            if compression == .lz4 {
+                #expect(cachedBytes() > 0, "pages compressed whole are cached on a miss while the cache has room")
+            } else {
+                #expect(cachedBytes() == 0, "\(compression): pages checked for in-place reads stay out of the cache")
+                #expect(try Self.isChecked(0, engine) && Self.isChecked(count - 2, engine), "the reads checked them")
+            }
+            try Self.checkAll(engine, [Int](repeating: 0, count: count), "\(compression), after the first reads")
+            if compression != .lz4 { #expect(cachedBytes() == 0, "\(compression): batch reads cache none either") }
+        }
+    }
+
     @Test("records compressed one by one: a record read again is cached decoded; its segment's values go with it")
     func hotRecordsCached() throws {
         try EngineTest.withTemporaryDirectory { dir in
