@@ -111,18 +111,23 @@ enum RecoveryChecks {
         let before = try FuzzHelpers.files(fs, dir)
         let sealedChanged = changed[0]
         let activeDiff = changed[1] ? firstDifference(files[1], fixture.original[1]) : nil
-        // A slot counts as valid when it still decodes to the manifest it held: nobody forges a CRC, but a copy of
-        // the other slot's bytes is valid too, and then both slots hold the older manifest.
-        let slotValid = [2, 3].map { i -> Bool in
-            FuzzingSupport.decodeManifest(files[i]) == FuzzingSupport.decodeManifest(fixture.original[i])
+        // Which of the fixture's two manifests each slot holds now ("newest", "older", or nil). Nobody forges a CRC,
+        // so a slot decodes only to what it held or to a copy of the other slot's bytes: a copy of the older slot over
+        // the newest leaves the older manifest in both, and a copy of the newest over the older puts the newest
+        // manifest in that slot, where open finds it just the same.
+        let newest = FuzzingSupport.decodeManifest(fixture.original[fixture.newestSlot])
+        let older = FuzzingSupport.decodeManifest(fixture.original[fixture.newestSlot ^ 1])
+        let slotHolds = [2, 3].map { i -> String? in
+            let now = FuzzingSupport.decodeManifest(files[i])
+            return now == newest ? "newest" : now == older ? "older" : nil
         }
-        // Manifest in force: the newest valid slot.
-        let newestValid = slotValid[fixture.newestSlot - 2]
-        let olderValid = slotValid[(fixture.newestSlot - 2) ^ 1]
+        // Manifest in force: the newest one any slot still holds.
+        let newestValid = slotHolds.contains("newest")
+        let olderValid = slotHolds.contains("older")
         // Only bytes that were never acknowledged durable (or the checkpoint, an accelerator) changed.
         let onlyUnacknowledged = !sealedChanged && (activeDiff ?? Int.max) >= fixture.lastSyncedEnd
             && !changed[2] && !changed[3]
-        let context = "[\(strict ? "strict " : "")\(keepCheckpoint ? "checkpoint " : "")\(described); sealedChanged=\(sealedChanged) activeDiff=\(activeDiff.map(String.init) ?? "none") slots=\(slotValid)]"
+        let context = "[\(strict ? "strict " : "")\(keepCheckpoint ? "checkpoint " : "")\(described); sealedChanged=\(sealedChanged) activeDiff=\(activeDiff.map(String.init) ?? "none") slots=\(slotHolds.map { $0 ?? "invalid" })]"
 
         // What must happen.
         var mustThrow = false
