@@ -147,7 +147,9 @@ struct Report {
             tables.append(table((engines.contains(.grdb) ? [.grdb] : []) + dataEngines,
                                 ratios: dataLayerEngines.map { "\($0.rawValue) ÷ grdb" },
                                 withProbe: tables.isEmpty, onlyWith: dataEngines) { info in
-                self.dataLayerEngines.map { e in self.gRDBRatio(info, e).map { "\(formatNumber($0, decimals: 2))x" } ?? "—" }
+                self.dataLayerEngines.map { e in
+                    self.gRDBRatio(info, e).map { "\(formatNumber($0, decimals: 2))x" } ?? "—"
+                }
             })
         }
         return tables.joined(separator: "\n\n")

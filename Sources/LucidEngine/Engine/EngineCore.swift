@@ -232,8 +232,8 @@ enum PageFetch {
             return try value(at: location, in: cached, file: file, storePath: storePath)
         }
         file?.prefetchPage(at: UInt64(location.pageOffset))
-        // A page this read checks in place is read in place from then on: caching it whole would cost a copy (with
-        // `.lz4Records`, a decode of every record on it) that no read uses.
+        // Point reads take the values of a page this read checks in place from the mapping from then on: caching it
+        // whole would cost a copy (with `.lz4Records`, a decode of every record on it) that they never use.
         if file?.readsInPlace(pageAt: UInt64(location.pageOffset)) != true,
            case .cache(let admitted) = cache.afterMiss(key) {
             let page = try read(location, file: file, cache: cache, storePath: storePath)

@@ -60,12 +60,14 @@ extension SegmentFile {
         }
     }
 
-    /// Whether a read of the page at `offset` will check it in place, so that every later read of it copies (or
-    /// decodes) its values straight from the mapping (``checkedValue(pageAt:range:records:)``): the segment is mapped
-    /// with checked pages tracked, and the page's header says it is stored without whole-page compression and ends
-    /// below the readable end. A point read that misses such a page decodes only its own value instead of caching
-    /// the page whole, which no later read would ask the cache for. A hint read from a header not checked yet: the
-    /// read that follows checks everything. O(1), no lock; reads the page's header from the mapping.
+    /// Whether a read of the page at `offset` will check it in place, so that later point reads of it copy (or
+    /// decode) their values straight from the mapping (``checkedValue(pageAt:range:records:)``): the segment is
+    /// mapped with checked pages tracked, and the page's header says it is stored without whole-page compression and
+    /// ends inside the mapping, below the readable end. A point read that misses such a page decodes only its own
+    /// value instead of caching the page whole for point reads that would never ask the cache for it (a `forEach`
+    /// run over the page, or a lookup of a record's index terms, still reads it whole through the cache and caches
+    /// it then). A hint read from a header not checked yet: the read that follows checks everything. O(1), no
+    /// lock; reads the page's header from the mapping.
     func readsInPlace(pageAt offset: UInt64) -> Bool {
         mapping.withCurrent { mapped in
             guard let mapped, mapped.checkedPages != nil, let base = mapped.bytes.baseAddress else { return false }
