@@ -131,7 +131,9 @@ struct InPlaceReadsTests {
             let options = Self.options(compression, cacheBytes: 8 << 20)
             let count = 2_000
             let writer = try Engine.open(at: dir, options: options)
-            try Self.write(writer, 0..<count, generation: 0)
+            try Self.write(writer, 0..<count / 2, generation: 0)
+            try writer.sealActiveSegment()   // half the records in a sealed segment, half in the active one
+            try Self.write(writer, (count / 2)..<count, generation: 0)
             try writer.close()
             let engine = try Engine.open(at: dir, options: options)
             defer { try? engine.close() }
