@@ -1,11 +1,14 @@
 import Foundation
 import LucidEngine
 
-/// A validated query, ready to evaluate in memory: regexes compiled once, comparisons by the index-value
-/// total order (so memory and disk stores agree on every result).
+/// A validated query, ready to evaluate in memory: regexes compiled once (a pattern of literal text is searched
+/// for as bytes instead), comparisons by the index-value total order (so memory and disk stores agree on every
+/// result).
 struct QueryEvaluator<E: Entity> {
     let query: Query<E>
     private var regexes: [String: NSRegularExpression] = [:]
+    /// The patterns that are literal text (``LiteralPattern``), matched by a byte search instead of a regex.
+    private var literals: [String: LiteralPattern] = [:]
 
     /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
     /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
@@ -17,6 +20,10 @@ struct QueryEvaluator<E: Entity> {
         // error the walk meets first.
         let check = query.filterCheck
         for pattern in check.patterns {
+            if let literal = LiteralPattern(pattern) {
+                literals[pattern] = literal
+                continue
+            }
             do { regexes[pattern] = try NSRegularExpression(pattern: pattern) } catch {
                 throw .invalidRegex(pattern: pattern, reason: "\(error)")
             }
@@ -54,7 +61,11 @@ struct QueryEvaluator<E: Entity> {
         case .comparison(.index(let name), let op, .index(let value)):
             let scalars = Self.scalars(entity.entityIndexValue(for: name))
             if op == .match {
-                guard case .string(let pattern) = value, let regex = regexes[pattern] else { return false }
+                guard case .string(let pattern) = value else { return false }
+                if let literal = literals[pattern] {
+                    return scalars.contains { scalar in scalar.matchableString.map(literal.isFound(in:)) ?? false }
+                }
+                guard let regex = regexes[pattern] else { return false }
                 return scalars.contains { scalar in
                     guard let text = scalar.matchableString else { return false }
                     return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
