@@ -88,6 +88,11 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let walked = try walkIndex(name, keys: keys, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
+            if !exact, keys.count >= Self.scanThreshold(of: snapshot.count(in: keyspace)) {
+                // The candidates must go through the filter anyway, and they are most of the keyspace: one pass in
+                // storage order, filtered as it is decoded, costs less than a B-tree lookup and a page read per key.
+                return evaluator.result(fromMatching: try scan(filtering: true))
+            }
             var entities = try fetch(Array(keys))
             if !exact { entities = entities.filter(evaluator.matches) }
             return evaluator.result(fromMatching: entities)
@@ -139,6 +144,13 @@ struct DiskQueryPlanner<E: LocalEntity> {
         }
         return (try store.entities(of: picked, in: snapshot), inResultOrder)
     }
+
+    /// The size of an inexact candidate key set (one the filter must still check) from which reading and filtering
+    /// the whole keyspace beats reading and filtering the candidates one by one: half of its records. In the demo
+    /// (100k books), `title ~= Glass && genre != crime` read 86k candidates by key in 1.0-1.6 s, and scanned the
+    /// keyspace in 0.5 s. (An exact set needs no filter, and reading it by key stayed faster than a filtered scan
+    /// even at 86% of the keyspace: 374 ms against 427-564 ms.)
+    static func scanThreshold(of recordCount: Int) -> Int { max(1, recordCount / 2) }
 
     /// The entities of `keys`, read for the query (see ``DiskStore/firstMissRecordLimit``).
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {

@@ -4,7 +4,7 @@ import LucidEngine
 import Testing
 
 /// The disk store's shortcuts (index equality read in key order, a comparison walked on the index the result is
-/// ordered by, scans in key order) against the in-memory evaluation of the same query, on data with many ties
+/// ordered by, scans in key order, a filtered scan for inexact candidates that are most of the keyspace) against the in-memory evaluation of the same query, on data with many ties
 /// and an array property (several terms per record).
 @Suite("Disk query planner")
 struct DiskQueryPlannerTests {
@@ -61,6 +61,14 @@ struct DiskQueryPlannerTests {
             for tag in ["a", "c"] {
                 queries.append(windowed(.filter(.tags >= .string(tag)).order([.asc(by: .tags)])))
                 queries.append(windowed(.filter(.tags < .string(tag)).order([.desc(by: .tags)])))
+            }
+            // Filters the candidates from the index cannot decide (a `~=`): most of the keyspace (read whole and
+            // filtered) or a few keys (read by key), with literal and regex patterns.
+            for pattern in ["t1", "^t2$", "t3"] {
+                let match: Query<Book>.Filter = .title ~= .string(pattern)
+                queries.append(windowed(.filter(match && .genre != .string("poetry"))))
+                queries.append(windowed(.filter(match && .genre != .string("poetry")).order([.desc(by: .rating)])))
+                queries.append(windowed(.filter(.genre == .string("poetry") && match).order([.asc(by: .pages)])))
             }
             queries.append(windowed(Query<Book>.all))
             queries.append(windowed(Query<Book>.all.order([.desc(by: .identifier)])))
