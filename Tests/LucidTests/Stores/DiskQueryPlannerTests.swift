@@ -97,6 +97,26 @@ struct DiskQueryPlannerTests {
         }
     }
 
+    /// A local-only identifier locates one record (the first in key order with that local value) where two records
+    /// carry it; the filtered scan for large candidate sets would accept both. A query comparing the identifier
+    /// must answer the same whatever the store's size, so it keeps reading its candidates by key.
+    @Test("an identifier filter with a ~= answers the same on a store of 2 records as with more records")
+    func sharedLocalValueWithMatch() async throws {
+        let query = Query<Book>.filter(.identifier == .identifier(.local("l1")) && .title ~= .string("o"))
+        var answers: [[String]] = []
+        for extra in [0, 6] {
+            let holder = try TemporaryStore()
+            let store = DiskStore<Book>(engine: holder.engine)
+            _ = try await store.set([Book(.remote(1, local: "l1"), title: "one")])
+            _ = try await store.set([Book(.remote(2, local: "l1"), title: "two")])
+            if extra > 0 { _ = try await store.set((0..<extra).map { Book.remote(100 + $0, "other \($0)") }) }
+            #expect(try await store.search(.all).entities.count == 2 + extra)
+            answers.append(try await store.search(query).entities.map(\.title))
+        }
+        #expect(answers[0] == answers[1], "\(answers)")
+        #expect(answers[1] == ["one"], "a local-only identifier matches the first record carrying it")
+    }
+
     @Test("a date is stored as its Codable form, the interval since the reference date")
     func dates() throws {
         for date in [Date(timeIntervalSinceReferenceDate: 0), Date(timeIntervalSince1970: 1_600_000_123.25), .distantPast] {
