@@ -70,16 +70,26 @@ extension SegmentFile {
     /// lock; reads the page's header from the mapping.
     func readsInPlace(pageAt offset: UInt64) -> Bool {
         mapping.withCurrent { mapped in
-            guard let mapped, mapped.checkedPages != nil, let base = mapped.bytes.baseAddress else { return false }
-            let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
-            let headerLength = UInt64(Format.pageHeaderLength)
-            guard offset <= limit, limit - offset >= headerLength else { return false }
-            let header = base + Int(offset)
+            guard let mapped, mapped.checkedPages != nil,
+                  let (header, limit) = mappedHeader(at: offset, in: mapped) else { return false }
             let flags = header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self)
             let storedOffset = Format.pageHeaderStoredLengthOffset
             let storedLength = UInt32(littleEndian: header.loadUnaligned(fromByteOffset: storedOffset, as: UInt32.self))
-            return flags & Format.pageFlagCompressed == 0 && UInt64(storedLength) <= limit - offset - headerLength
+            return flags & Format.pageFlagCompressed == 0
+                && UInt64(storedLength) <= limit - offset - UInt64(Format.pageHeaderLength)
         }
+    }
+
+    /// Where the header of the page at `offset` lies in `mapped`, and the bound every mapped read stops at (the
+    /// mapping's size or the readable end, the smaller), when the header lies below that bound; nil otherwise.
+    /// Reads nothing of the page. O(1).
+    @inline(__always)
+    private func mappedHeader(at offset: UInt64,
+                              in mapped: SegmentMapping) -> (header: UnsafeRawPointer, limit: UInt64)? {
+        guard let base = mapped.bytes.baseAddress else { return nil }
+        let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
+        guard offset <= limit, limit - offset >= UInt64(Format.pageHeaderLength) else { return nil }
+        return (UnsafeRawPointer(base) + Int(offset), limit)
     }
 
     /// How much of a page `prefetchPage` asks for: 2 KiB (random gets on a 1M-record store, mostly missing the
@@ -134,10 +144,8 @@ extension SegmentFile {
     @inline(__always)
     func checkedValue(pageAt offset: UInt64, range: Range<Int>, records: RecordCache?) throws -> [UInt8]? {
         try mapping.withCurrent { mapped -> [UInt8]? in
-            guard let mapped, let base = mapped.bytes.baseAddress else { return nil }
-            let limit = min(UInt64(mapped.bytes.count), readableEnd.load(ordering: .acquiring))
+            guard let mapped, let (header, limit) = mappedHeader(at: offset, in: mapped) else { return nil }
             let headerLength = UInt64(Format.pageHeaderLength)
-            guard offset <= limit, limit - offset >= headerLength else { return nil }
             // The key to cache the value under, when the record cache says to once it is decoded.
             var admitAs: RecordCache.Key?
             if let records {
@@ -151,7 +159,6 @@ extension SegmentFile {
                 }
             }
             guard mapped.checkedPages?.contains(pageAt: offset) == true else { return nil }
-            let header = base + Int(offset)
             func u32(_ at: Int) -> UInt32 {
                 UInt32(littleEndian: header.loadUnaligned(fromByteOffset: at, as: UInt32.self))
             }
