@@ -6,9 +6,21 @@ import LucidEngine
 /// result).
 struct QueryEvaluator<E: Entity> {
     let query: Query<E>
-    private var regexes: [String: NSRegularExpression] = [:]
-    /// The patterns that are literal text (``LiteralPattern``), matched by a byte search instead of a regex.
-    private var literals: [String: LiteralPattern] = [:]
+    /// Each `~=` pattern's matcher: a byte search for literal text (``LiteralPattern``), else its regex.
+    private var matchers: [String: Matcher] = [:]
+
+    /// How a `~=` pattern is matched against a text.
+    private enum Matcher {
+        case literal(LiteralPattern)
+        case regex(NSRegularExpression)
+
+        func matches(_ text: String) -> Bool {
+            switch self {
+            case .literal(let literal): literal.isFound(in: text)
+            case .regex(let regex): regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            }
+        }
+    }
 
     /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
     /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
@@ -21,10 +33,10 @@ struct QueryEvaluator<E: Entity> {
         let check = query.filterCheck
         for pattern in check.patterns {
             if let literal = LiteralPattern(pattern) {
-                literals[pattern] = literal
+                matchers[pattern] = .literal(literal)
                 continue
             }
-            do { regexes[pattern] = try NSRegularExpression(pattern: pattern) } catch {
+            do { matchers[pattern] = .regex(try NSRegularExpression(pattern: pattern)) } catch {
                 throw .invalidRegex(pattern: pattern, reason: "\(error)")
             }
         }
@@ -61,15 +73,8 @@ struct QueryEvaluator<E: Entity> {
         case .comparison(.index(let name), let op, .index(let value)):
             let scalars = Self.scalars(entity.entityIndexValue(for: name))
             if op == .match {
-                guard case .string(let pattern) = value else { return false }
-                if let literal = literals[pattern] {
-                    return scalars.contains { scalar in scalar.matchableString.map(literal.isFound(in:)) ?? false }
-                }
-                guard let regex = regexes[pattern] else { return false }
-                return scalars.contains { scalar in
-                    guard let text = scalar.matchableString else { return false }
-                    return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-                }
+                guard case .string(let pattern) = value, let matcher = matchers[pattern] else { return false }
+                return scalars.contains { scalar in scalar.matchableString.map(matcher.matches) ?? false }
             }
             let rhs = value.indexValue
             return scalars.contains { scalar in
