@@ -12,6 +12,8 @@ struct FilterCheck: Sendable, Equatable {
     var patterns: [String] = []
     /// The filter, when it is one comparison of an index with an index value (``IndexComparison``).
     var indexComparison: IndexComparison?
+    /// Whether the filter compares the identifier anywhere (`==`, a range, `>>`).
+    var comparesIdentifier = false
 
     init() {}
 
@@ -26,6 +28,7 @@ struct FilterCheck: Sendable, Equatable {
         guard error == nil else { return }
         switch filter {
         case .comparison(.identifier, let op, let value):
+            comparesIdentifier = true
             guard case .identifier = value else {
                 error = .invalidComparison("the identifier can only be compared with an identifier")
                 return
@@ -49,6 +52,7 @@ struct FilterCheck: Sendable, Equatable {
                 if !patterns.contains(pattern) { patterns.append(pattern) }
             }
         case .containedIn(let property, let values):
+            if case .identifier = property { comparesIdentifier = true }
             for value in values {
                 switch (property, value) {
                 case (.identifier, .identifier): continue

@@ -88,8 +88,12 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let walked = try walkIndex(name, keys: keys, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
-            if !exact, keys.count >= Self.scanThreshold(of: snapshot.count(in: keyspace)),
-               let filter = query.filter, !Self.mentionsIdentifier(filter) {
+            // An identifier's candidates come from locating it, where a local-only identifier finds one record (the
+            // first in key order with that local value) while the filter accepts every record whose identifier is
+            // dual-equal to it: a filtered scan would return more than reading the candidates, so those keep being
+            // read by key.
+            if !exact, !query.filterCheck.comparesIdentifier,
+               keys.count >= Self.scanThreshold(of: snapshot.count(in: keyspace)) {
                 // The candidates must go through the filter anyway, and they are most of the keyspace: one pass in
                 // storage order, filtered as it is decoded, costs less than a B-tree lookup and a page read per key.
                 return evaluator.result(fromMatching: try scan(filtering: true))
@@ -152,19 +156,6 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// keyspace in 0.5 s. (An exact set needs no filter, and reading it by key stayed faster than a filtered scan
     /// even at 86% of the keyspace: 374 ms against 427-564 ms.)
     static func scanThreshold(of recordCount: Int) -> Int { max(1, recordCount / 2) }
-
-    /// Whether `filter` compares the identifier anywhere. Such a filter's candidates come from locating
-    /// identifiers, where a local-only identifier finds one record (the first in key order with that local value)
-    /// while the in-memory filter accepts every record whose identifier is dual-equal to it: scanning all records
-    /// and filtering would then return more than reading the candidates, so those keep being read by key.
-    static func mentionsIdentifier(_ filter: Query<E>.Filter) -> Bool {
-        switch filter {
-        case .comparison(.identifier, _, _), .containedIn(.identifier, _): true
-        case .and(let l, let r), .or(let l, let r): mentionsIdentifier(l) || mentionsIdentifier(r)
-        case .not(let f): mentionsIdentifier(f)
-        default: false
-        }
-    }
 
     /// The entities of `keys`, read for the query (see ``DiskStore/firstMissRecordLimit``).
     private func fetch(_ keys: [[UInt8]]) throws(StoreError) -> [E] {
