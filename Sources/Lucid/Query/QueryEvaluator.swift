@@ -1,26 +1,27 @@
 import Foundation
 import LucidEngine
 
+/// How a `~=` pattern is matched against a text. Not nested in ``QueryEvaluator``: a type nested in a generic one
+/// is generic too, and its dictionary's metadata would be looked up at run time for every evaluator.
+private enum PatternMatcher {
+    case literal(LiteralPattern)
+    case regex(NSRegularExpression)
+
+    func matches(_ text: String) -> Bool {
+        switch self {
+        case .literal(let literal): literal.isFound(in: text)
+        case .regex(let regex): regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+        }
+    }
+}
+
 /// A validated query, ready to evaluate in memory: regexes compiled once (a pattern of literal text is searched
 /// for as bytes instead), comparisons by the index-value total order (so memory and disk stores agree on every
 /// result).
 struct QueryEvaluator<E: Entity> {
     let query: Query<E>
     /// Each `~=` pattern's matcher: a byte search for literal text (``LiteralPattern``), else its regex.
-    private var matchers: [String: Matcher] = [:]
-
-    /// How a `~=` pattern is matched against a text.
-    private enum Matcher {
-        case literal(LiteralPattern)
-        case regex(NSRegularExpression)
-
-        func matches(_ text: String) -> Bool {
-            switch self {
-            case .literal(let literal): literal.isFound(in: text)
-            case .regex(let regex): regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-            }
-        }
-    }
+    private var matchers: [String: PatternMatcher] = [:]
 
     /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
     /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
