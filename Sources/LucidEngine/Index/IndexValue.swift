@@ -130,16 +130,6 @@ public enum IndexValue: Sendable, Hashable, Comparable {
         }
     }
 
-    public static func < (lhs: IndexValue, rhs: IndexValue) -> Bool {
-        lhs.encoded.lexicographicallyPrecedes(rhs.encoded)
-    }
-
-    public static func == (lhs: IndexValue, rhs: IndexValue) -> Bool {
-        lhs.encoded == rhs.encoded
-    }
-
-    public func hash(into hasher: inout Hasher) { hasher.combine(encoded) }
-
     // MARK: Encoding helpers
 
     private static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {

@@ -169,7 +169,7 @@ struct IndexValueTests {
         #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(10).joined(separator: "; "))")
     }
 
-    @Test("random pairs: byte order equals the documented order")
+    @Test("random pairs: byte order equals the documented order, and the operators agree with it")
     func randomPairsOrder() {
         let seed: UInt64 = 0x1DE5_0003
         var rng = IndexTest.SplitMix64(seed: seed)
@@ -184,6 +184,13 @@ struct IndexValueTests {
             let byBytes = ea == eb ? 0 : (ea.lexicographicallyPrecedes(eb) ? -1 : 1)
             if byBytes != expected {
                 failures.append("\(IndexTest.describe(a)) vs \(IndexTest.describe(b)): documented \(expected), bytes \(byBytes)")
+            }
+            // The operators compare the values in place (IndexValue+Comparison): they must agree with the bytes.
+            if (a < b) != (byBytes < 0) || (b < a) != (byBytes > 0) || (a == b) != (byBytes == 0) {
+                failures.append("\(IndexTest.describe(a)) vs \(IndexTest.describe(b)): operators disagree with bytes \(byBytes)")
+            }
+            if byBytes == 0 && a.hashValue != b.hashValue {
+                failures.append("\(IndexTest.describe(a)) == \(IndexTest.describe(b)) but hashes differ")
             }
         }
         #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(10).joined(separator: "; "))")
