@@ -7,16 +7,16 @@ struct DiskQueryPlanner<E: LocalEntity> {
     let snapshot: Snapshot
     let evaluator: QueryEvaluator<E>
 
-    /// Records that may match: every record, or a key set; `exact` when each of them matches for sure.
+    /// Records that may match: every record, or some (``CandidateKeys``); `exact` when each of them matches for sure.
     enum Candidates {
         case all(exact: Bool)
-        case keys(Set<[UInt8]>, exact: Bool)
+        case keys(CandidateKeys, exact: Bool)
     }
 
     @inline(__always)
     private var keyspace: String { store.keyspace }
     @inline(__always)
-    private var query: Query<E> { evaluator.query }
+    var query: Query<E> { evaluator.query }
 
     func run() throws(StoreError) -> QueryResult<E> {
         let offset = query.offset ?? 0
@@ -75,40 +75,73 @@ struct DiskQueryPlanner<E: LocalEntity> {
             }
             return evaluator.result(fromMatching: try scan(filtering: false))
         case .all(exact: false):
+            if let walked = try walkFiltered(keys: nil, shape: shape, window: window) {
+                return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
+            }
             return evaluator.result(fromMatching: try scan(filtering: true))
         case .keys(let keys, let exact):
+            let count = keys.count(of: snapshot.count(in: keyspace))
             if exact, let ascending = orderedByIdentifier, !query.uniquely {
-                var sorted = keys.sorted { $0.lexicographicallyPrecedes($1) }
-                if !ascending { sorted.reverse() }
+                let sorted: [[UInt8]]
+                switch keys {
+                case .only(let set):
+                    sorted = ascending ? set.sorted { $0.lexicographicallyPrecedes($1) }
+                                       : set.sorted { $1.lexicographicallyPrecedes($0) }
+                case .allBut(let excluded):
+                    // The keyspace's keys are in key order already: the first `window` not excluded.
+                    var kept: [[UInt8]] = []
+                    for key in snapshot.keys(in: keyspace, reverse: !ascending) where !excluded.contains(key) {
+                        kept.append(key)
+                        if let window, kept.count >= window { break }
+                    }
+                    sorted = kept
+                }
                 let end = min(window ?? sorted.count, sorted.count)
                 let page = Array(sorted[min(offset, end)..<end])
                 return evaluator.result(fromMatching: try fetch(page), alreadyOrdered: true, alreadyPaginated: true)
             }
-            if exact, let name = shape.firstIndex, let window, window <= (Int.max - 64) / 2, keys.count > 2 * window + 64 {
+            let walkable = window.map { $0 <= (Int.max - 64) / 2 && count > 2 * $0 + 64 } ?? false
+            if exact, let name = shape.firstIndex, let window, walkable {
                 let walked = try walkIndex(name, keys: keys, window: window)
+                return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
+            }
+            if !exact, walkable, let walked = try walkFiltered(keys: keys, shape: shape, window: window) {
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             // An identifier's candidates come from locating it, where a local-only identifier finds one record (the
             // first in key order with that local value) while the filter accepts every record whose identifier is
             // dual-equal to it: a filtered scan would return more than reading the candidates, so those keep being
             // read by key.
-            if !exact, !query.filterCheck.comparesIdentifier,
-               keys.count >= Self.scanThreshold(of: snapshot.count(in: keyspace)) {
+            if !exact, !query.filterCheck.comparesIdentifier, count >= Self.scanThreshold(of: snapshot.count(in: keyspace)) {
                 // The candidates must go through the filter anyway, and they are most of the keyspace: one pass in
                 // storage order, filtered as it is decoded, costs less than a B-tree lookup and a page read per key.
                 return evaluator.result(fromMatching: try scan(filtering: true))
             }
-            var entities = try fetch(Array(keys))
+            var entities: [E]
+            switch keys {
+            case .only(let set): entities = try fetch(Array(set))
+            case .allBut(let excluded): entities = try fetch(snapshot.keys(in: keyspace).filter { !excluded.contains($0) })
+            }
             if !exact { entities = entities.filter(evaluator.matches) }
             return evaluator.result(fromMatching: entities)
         }
+    }
+
+    /// ``walkIndexFiltered(_:keys:window:)`` on the index the result is ordered by, when the query has one, a window
+    /// small enough (``filteredWalkApplies(window:records:)``) and no `uniquely`; nil when it does not apply or
+    /// gives up.
+    private func walkFiltered(keys: CandidateKeys?, shape: OrderShape,
+                              window: Int?) throws(StoreError) -> (entities: [E], inResultOrder: Bool)? {
+        guard !query.uniquely, let name = shape.firstIndex, let window,
+              Self.filteredWalkApplies(window: window, records: snapshot.count(in: keyspace)) else { return nil }
+        return try walkIndexFiltered(name, keys: keys, window: window)
     }
 
     /// Whether every record of the keyspace has exactly one term in index `name` (as many entries as records:
     /// the store writes at least one term per index name for every entity, a `null` one for an absent value).
     /// Then walking only the entries a condition matches meets each matching record at its sort key.
     @inline(__always)
-    private func isSingleTerm(_ name: String) -> Bool {
+    func isSingleTerm(_ name: String) -> Bool {
         snapshot.entryCount(keyspace: keyspace, index: name) == snapshot.count(in: keyspace)
     }
 
@@ -118,7 +151,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// smallest term ascending, its largest descending, under `.any`).
     /// `inResultOrder`: the entities come in the result's order already (see below), so the evaluator need not
     /// sort them again.
-    private func walkIndex(_ name: String, condition: IndexCondition = .any, keys: Set<[UInt8]>?,
+    private func walkIndex(_ name: String, condition: IndexCondition = .any, keys: CandidateKeys?,
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool) {
         var seen = Set<[UInt8]>()
         // With one term per record, the walk meets each record once: no set of the keys met is needed.
@@ -194,25 +227,24 @@ struct DiskQueryPlanner<E: LocalEntity> {
         case .constant(true):
             return .all(exact: true)
         case .constant(false):
-            return .keys([], exact: true)
+            return .keys(.none, exact: true)
         case .comparison(.index(let name), let op, .index(let value)) where op != .match:
-            return .keys(indexKeys(name, condition(op, value)), exact: true)
+            return .keys(.only(indexKeys(name, condition(op, value))), exact: true)
         case .comparison(.identifier, .equalTo, .identifier(let id)):
-            return .keys(Set(locateKeys([id])), exact: true)
+            return .keys(.only(Set(locateKeys([id]))), exact: true)
         case .containedIn(.index(let name), let values):
             var terms: [IndexValue] = []
             for case .index(let v) in values { terms.append(v.indexValue) }
-            return .keys(terms.isEmpty ? [] : indexKeys(name, .oneOf(terms)), exact: true)
+            return .keys(terms.isEmpty ? .none : .only(indexKeys(name, .oneOf(terms))), exact: true)
         case .containedIn(.identifier, let values):
             var ids: [E.Identifier] = []
             for case .identifier(let id) in values { ids.append(id) }
-            return .keys(Set(locateKeys(ids)), exact: true)
+            return .keys(.only(Set(locateKeys(ids))), exact: true)
         case .and(let l, let r):
             switch (plan(l), plan(r)) {
             case (.all(let a), .all(let b)): return .all(exact: a && b)
             case (.all(let a), .keys(let k, let b)), (.keys(let k, let b), .all(let a)): return .keys(k, exact: a && b)
-            case (.keys(let k1, let a), .keys(let k2, let b)):
-                return .keys(k1.count < k2.count ? k1.intersection(k2) : k2.intersection(k1), exact: a && b)
+            case (.keys(let k1, let a), .keys(let k2, let b)): return .keys(k1.intersection(k2), exact: a && b)
             }
         case .or(let l, let r):
             switch (plan(l), plan(r)) {
@@ -221,9 +253,11 @@ struct DiskQueryPlanner<E: LocalEntity> {
             default: return .all(exact: false)
             }
         case .not(let inner):
+            // The complement of an exact set is exact; of an inexact one, unknown (its filter-rejected records
+            // may match the negation).
             switch plan(inner) {
-            case .keys(let k, true): return .keys(Set(snapshot.keys(in: keyspace)).subtracting(k), exact: true)
-            case .all(true): return .keys([], exact: true)
+            case .keys(let k, true): return .keys(k.complement, exact: true)
+            case .all(true): return .keys(.none, exact: true)
             default: return .all(exact: false)
             }
         default:

@@ -13,7 +13,10 @@ import Synchronization
 ///   identifier lookups, and `&&` / `||` / `!` of those as key-set operations. Ordering by the identifier reads
 ///   keys in order; ordering by an index walks it in order until the window is full. What no index answers
 ///   (`~=`, comparisons of identifiers by order) is evaluated on the candidates the rest of the filter leaves,
-///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity.
+///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity. Ordered by an
+///   index with a window of at most a sixteenth of the keyspace, such a filter first walks the order index,
+///   reading and filtering the records it meets until the window is full; it falls back to the scan after reading
+///   an eighth of the keyspace. A negation is held as the keys it excludes (no set of every key is built).
 /// - Writes are prepared one at a time (under a lock, never across a suspension), each merging with the values
 ///   the writes before it leave, published or still queued (``DiskQueuedBatches``); they then wait for the
 ///   engine's commit outside the lock, so concurrent durable writes share its syncs (group commit). A write is
