@@ -28,7 +28,9 @@ extension QueryEvaluator {
             case .desc(by: .identifier): steps.append(.identifier(descending: true))
             case .asc(by: .index), .identifiers: steps.append(.key(descending: false))
             case .desc(by: .index): steps.append(.key(descending: true))
-            case .natural: continue
+            // A local store's natural order is identifier order (`Query.Order.natural`), as the disk planner
+            // reads it (``OrderShape``): the keys after it never decide.
+            case .natural: steps.append(.identifier(descending: false))
             }
         }
         let stride = steps.count { if case .key = $0 { true } else { false } }

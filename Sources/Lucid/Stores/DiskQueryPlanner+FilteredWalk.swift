@@ -9,8 +9,9 @@ import LucidEngine
 /// records sharing the last one's sort key are in (for the final sort of ties), the rest cannot enter the result.
 /// Its cost follows the filter's selectivity: `window / selectivity` records read by key. A filter that passes few
 /// records makes that most of the keyspace, where one filtered pass in storage order costs less: the walk gives up
-/// after ``filteredWalkBudget(window:records:)`` records and the planner falls back to that pass, so a query pays
-/// at most that budget more than before.
+/// after ``filteredWalkBudget(window:records:)`` records (an eighth of the keyspace, at least `4 × window + 256`) and
+/// the planner falls back to that pass, so a query pays at most that budget more than before. Candidate sets no
+/// larger than the budget are read by key instead, without a walk.
 extension DiskQueryPlanner {
     /// How many records a filtered walk reads before it gives up: an eighth of the keyspace, and at least
     /// `4 × window + 256` (a small store or a loose window walks further, as the fallback costs little there).
@@ -25,7 +26,8 @@ extension DiskQueryPlanner {
     /// query's direction until `window` of them pass and the sort key changes; nil when the walk read
     /// ``filteredWalkBudget(window:records:)`` records first (the caller then scans). The records are read in
     /// batches (each through the entity cache), from `max(32, 2 × window)` keys up to 1,024.
-    /// `inResultOrder` as for ``walkIndex(_:condition:keys:window:)``.
+    /// `inResultOrder` as for ``walkIndex(_:condition:keys:window:)``. The records read are offered to the entity cache
+    /// as a large read's are (admitted on their second miss): most of them may be records the filter rejects.
     /// - Throws: ``StoreError`` from reading or decoding a record.
     func walkIndexFiltered(_ name: String, keys: CandidateKeys?,
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool)? {
@@ -42,12 +44,12 @@ extension DiskQueryPlanner {
         var overBudget = false
         var failure: StoreError?
         var batchSize = max(32, min(1024, window.multipliedReportingOverflow(by: 2).partialValue))
-        var batch = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: true)
+        var batch = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: false)
 
         // Filters the batch's records in walk order; `done` once the window is complete and past its last term.
         func filterBatch() throws(StoreError) {
             let full = batch
-            batch = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: true)
+            batch = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: false)
             for entity in try store.entities(of: full, in: snapshot) {
                 if let boundary, entity.entityIndexValue(for: indexName).sortKey(descending: descending) != boundary {
                     done = true

@@ -75,7 +75,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
             }
             return evaluator.result(fromMatching: try scan(filtering: false))
         case .all(exact: false):
-            if let walked = try walkFiltered(keys: nil, shape: shape, window: window) {
+            if let walked = try walkFiltered(keys: nil, count: snapshot.count(in: keyspace), shape: shape, window: window) {
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             return evaluator.result(fromMatching: try scan(filtering: true))
@@ -88,9 +88,11 @@ struct DiskQueryPlanner<E: LocalEntity> {
                     sorted = ascending ? set.sorted { $0.lexicographicallyPrecedes($1) }
                                        : set.sorted { $1.lexicographicallyPrecedes($0) }
                 case .allBut(let excluded):
-                    // The keyspace's keys are in key order already: the first `window` not excluded.
+                    // The keyspace's keys are in key order already: the first `window` not excluded, among the first
+                    // `window + excluded.count` keys (the excluded keys are keys of the keyspace).
                     var kept: [[UInt8]] = []
-                    for key in snapshot.keys(in: keyspace, reverse: !ascending) where !excluded.contains(key) {
+                    let reach = window.map { $0.addingReportingOverflow(excluded.count) }.map { $0.overflow ? Int.max : $0.partialValue }
+                    for key in snapshot.keys(in: keyspace, reverse: !ascending, limit: reach) where !excluded.contains(key) {
                         kept.append(key)
                         if let window, kept.count >= window { break }
                     }
@@ -105,7 +107,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 let walked = try walkIndex(name, keys: keys, window: window)
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
-            if !exact, walkable, let walked = try walkFiltered(keys: keys, shape: shape, window: window) {
+            if !exact, walkable, let walked = try walkFiltered(keys: keys, count: count, shape: shape, window: window) {
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             // An identifier's candidates come from locating it, where a local-only identifier finds one record (the
@@ -128,12 +130,16 @@ struct DiskQueryPlanner<E: LocalEntity> {
     }
 
     /// ``walkIndexFiltered(_:keys:window:)`` on the index the result is ordered by, when the query has one, a window
-    /// small enough (``filteredWalkApplies(window:records:)``) and no `uniquely`; nil when it does not apply or
-    /// gives up.
-    private func walkFiltered(keys: CandidateKeys?, shape: OrderShape,
+    /// small enough (``filteredWalkApplies(window:records:)``), no `uniquely`, and more candidates (`count`) than the
+    /// walk's budget (fewer are read by key at less cost than a walk that may visit every index entry to find
+    /// them); nil when it does not apply or gives up.
+    private func walkFiltered(keys: CandidateKeys?, count: Int, shape: OrderShape,
                               window: Int?) throws(StoreError) -> (entities: [E], inResultOrder: Bool)? {
+        let records = snapshot.count(in: keyspace)
         guard !query.uniquely, let name = shape.firstIndex, let window,
-              Self.filteredWalkApplies(window: window, records: snapshot.count(in: keyspace)) else { return nil }
+              Self.filteredWalkApplies(window: window, records: records),
+              count > Self.filteredWalkBudget(window: window, records: records) else { return nil }
+        if window == 0 { return ([], true) }
         return try walkIndexFiltered(name, keys: keys, window: window)
     }
 
