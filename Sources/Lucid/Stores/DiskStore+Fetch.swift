@@ -86,10 +86,17 @@ extension DiskStore {
     /// saw; a small query's misses, admitted at once, are not rechecked).
     private func boxedEntity(_ bytes: [UInt8], key: [UInt8], handle: RecordHandle, admit: Bool, recheckAdmission: Bool,
                              in snapshot: Snapshot) throws(StoreError) -> any AnyObject & Sendable {
-        let box = cache.box(try decode(bytes, key: key))
+        boxed(try decode(bytes, key: key), recordLength: bytes.count, key: key, handle: handle, admit: admit,
+              recheckAdmission: recheckAdmission, in: snapshot)
+    }
+
+    /// ``boxedEntity(_:key:handle:admit:recheckAdmission:in:)`` of an entity decoded already.
+    private func boxed(_ entity: E, recordLength: Int, key: [UInt8], handle: RecordHandle, admit: Bool,
+                       recheckAdmission: Bool, in snapshot: Snapshot) -> any AnyObject & Sendable {
+        let box = cache.box(entity)
         if admit {
             cache.insert(box, forKey: EntityCacheKey(key), sequence: handle.sequence, at: snapshot.sequence,
-                         recordLength: bytes.count, recheckAdmission: recheckAdmission)
+                         recordLength: recordLength, recheckAdmission: recheckAdmission)
         }
         return box
     }
@@ -141,9 +148,27 @@ extension DiskStore {
             for slot in slots { if case .read(_, let h) = slot, let handle = handles[h] { batch.append(handle) } }
             do { values = try snapshot.values(of: batch) } catch { throw .wrap(error) }
         }
+        // Many records are decoded on every processor first (each decodes alone, see ``ParallelDecode``), then
+        // boxed and offered to the cache in order, on this thread.
+        var decoded: [E] = []
+        if values.count >= ParallelDecode.minimumCount {
+            var readKeys: [[UInt8]] = []
+            readKeys.reserveCapacity(values.count)
+            for i in slots.indices { if case .read(_, let h) = slots[i], handles[h] != nil { readKeys.append(keys[i]) } }
+            let values = values, keys = readKeys
+            decoded = try ParallelDecode.compactMap(count: values.count) { r throws(StoreError) in
+                try self.decode(values[r], key: keys[r])
+            }
+        }
         var r = 0
         for i in slots.indices {
             guard case .read(let admit, let h) = slots[i], let handle = handles[h] else { continue }
+            if !decoded.isEmpty {
+                slots[i] = .entity(boxed(decoded[r], recordLength: values[r].count, key: keys[i], handle: handle,
+                                         admit: admit, recheckAdmission: !firstMiss, in: snapshot))
+                r += 1
+                continue
+            }
             let bytes: [UInt8]
             if values.isEmpty {
                 do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }

@@ -4,7 +4,8 @@ import Foundation
 /// Decoding the entities of a large result on several threads.
 ///
 /// An unfiltered full scan (`all()`, a query whose only condition is an order or a window) reads every record of
-/// the keyspace in one pass over the pages and then decodes each one: on a million records the decoding is most
+/// the keyspace in one pass over the pages and then decodes each one (and a fetch by key that reads as many
+/// records decodes them the same way, `DiskStore.fetch`): on a million records the decoding is most
 /// of the time, and each record decodes independently of the others (``LocalEntity/decodeRecord(_:)`` is a pure
 /// function of the bytes). So a large result is cut into contiguous chunks, at least one per processor, decoded
 /// by `DispatchQueue.concurrentPerform` (the calling thread taking part) straight into the result's storage, and

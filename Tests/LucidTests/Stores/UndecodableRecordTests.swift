@@ -43,4 +43,45 @@ struct UndecodableRecordTests {
         #expect(firstFour.entities.map(\.title) == ["t1", "t2", "t3", "t4"])
         #expect(try await store.search(.all.with(limit: 3)).entities.count == 3)
     }
+
+    /// A fetch of more records than `ParallelDecode.minimumCount` decodes them on several threads: it returns what
+    /// one-key reads return, in the order asked, and a bad record fails it with the key of the first bad one in
+    /// that order, as a fetch decoding them in turn would.
+    @Test("a large fetch, decoded on several threads, answers and fails as one decoding in turn")
+    func largeFetch() async throws {
+        let temp = try TemporaryStore()
+        let store = DiskStore<Book>(engine: temp.engine)
+        let count = ParallelDecode.minimumCount + 1_000
+        let books = (0..<count).map { Book.remote($0, "t\($0)", pages: $0 % 50) }
+        for start in stride(from: 0, to: count, by: 1_000) {
+            _ = try await store.set(Array(books[start..<min(start + 1_000, count)]))
+        }
+        // Keys in a scrambled order, some twice, none cached.
+        var keys = books.map(\.identifier.storageKey)
+        keys = (0..<keys.count).map { keys[($0 &* 7_919) % keys.count] } + keys.prefix(50)
+        let fresh = DiskStore<Book>(engine: temp.engine)
+        let fetched = try fresh.fetch(keys, in: try fresh.openSnapshot())
+        #expect(fetched.map(\.identifier.storageKey) == keys)
+        #expect(fetched.allSatisfy { $0 == books[$0.identifier.remoteValue!] })
+
+        // Two records replaced by bytes that are no entity: the one met first in the fetch's order is named.
+        let badIDs = [keys[4_000], keys[1_200]].map { key in books.first { $0.identifier.storageKey == key }! }
+        for bad in badIDs {
+            var batch = WriteBatch()
+            batch.put([1, 0xEE, 0xEE], forKey: bad.identifier.storageKey, in: store.keyspace,
+                      indexTerms: DiskStore<Book>.terms(of: bad))
+            try temp.engine.commitAndWait(batch)
+        }
+        let another = DiskStore<Book>(engine: temp.engine)
+        do {
+            _ = try another.fetch(keys, in: try another.openSnapshot())
+            Issue.record("the bad records were read")
+        } catch {
+            guard case .undecodableEntity(_, let key, _) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(key == keys[1_200])
+        }
+    }
 }
