@@ -206,9 +206,9 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// of the keyspace is decoded.
     ///
     /// The records are read whole in storage order (each page once, see ``Snapshot/recordTable(in:range:reverse:limit:)``),
-    /// then decoded in key order: a whole result is materialized anyway. Without the filter, a large result is
-    /// decoded on several threads (``ParallelDecode``); with it, on this one (the filter's regexes are not shared
-    /// between threads).
+    /// then decoded in key order: a whole result is materialized anyway. A large table is decoded (and filtered) on
+    /// several threads (``ParallelDecode``), each chunk with its own evaluator when filtering (the filter's regexes
+    /// are not shared between threads).
     private func scan(reverse: Bool = false, limit: Int? = nil, filtering: Bool) throws(StoreError) -> [E] {
         let table: RecordTable
         do { table = try snapshot.recordTable(in: keyspace, reverse: reverse, limit: limit) } catch { throw .wrap(error) }
@@ -218,12 +218,17 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
             }
         }
-        var out: [E] = []
-        for rank in table.indices {
-            let entity = try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
-            if evaluator.matches(entity) { out.append(entity) }
-        }
-        return out
+        // Each chunk filters with an evaluator of its own (its regexes compiled for it, not shared between threads);
+        // the query compiled once already, so it compiles again.
+        let store = self.store, query = self.query
+        return try ParallelDecode.compactMap(count: table.count, perChunk: { () throws(StoreError) in
+            let evaluator: QueryEvaluator<E>
+            do throws(QueryError) { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
+            return { (rank: Int) throws(StoreError) -> E? in
+                let entity = try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
+                return evaluator.matches(entity) ? entity : nil
+            }
+        })
     }
 
     // MARK: Planning

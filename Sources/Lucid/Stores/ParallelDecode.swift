@@ -32,8 +32,22 @@ enum ParallelDecode {
     ///   for `count` entities.
     static func compactMap<E: Sendable>(count: Int,
                                         _ transform: @Sendable (Int) throws(StoreError) -> E?) throws(StoreError) -> [E] {
+        try withoutActuallyEscaping(transform) { (transform) throws(StoreError) -> [E] in
+            try compactMap(count: count, perChunk: { () throws(StoreError) in transform })
+        }
+    }
+
+    /// ``compactMap(count:_:)`` with a transform made for each chunk by `makeTransform`, called once per chunk on
+    /// the thread that decodes it: for a transform holding state that must not be shared between threads (a
+    /// filter's compiled regexes). - Throws: the error of `makeTransform` or `transform` for the smallest index,
+    /// as a loop calling `makeTransform` once would report.
+    static func compactMap<E: Sendable>(
+        count: Int, perChunk makeTransform: @Sendable () throws(StoreError) -> (Int) throws(StoreError) -> E?
+    ) throws(StoreError) -> [E] {
         guard count >= minimumCount, processors > 1 else {
             var out: [E] = []
+            guard count > 0 else { return out }
+            let transform = try makeTransform()
             out.reserveCapacity(count)
             for i in 0 ..< count {
                 if let entity = try transform(i) { out.append(entity) }
@@ -46,11 +60,12 @@ enum ParallelDecode {
         var kept = [Int](repeating: 0, count: chunks)
         var failures = [StoreError?](repeating: nil, count: chunks)
         var failure: StoreError?
-        let result = withoutActuallyEscaping(transform) { transform in
+        let result = withoutActuallyEscaping(makeTransform) { makeTransform in
             [E](unsafeUninitializedCapacity: count) { buffer, initialized in
                 kept.withUnsafeMutableBufferPointer { kept in
                     failures.withUnsafeMutableBufferPointer { failures in
-                        let work = Work(base: buffer.baseAddress!, kept: kept, failures: failures, transform: transform)
+                        let work = Work(base: buffer.baseAddress!, kept: kept, failures: failures,
+                                        makeTransform: makeTransform)
                         DispatchQueue.concurrentPerform(iterations: chunks) { c in
                             work.run(chunk: c, from: start(c), to: start(c + 1))
                         }
@@ -82,11 +97,17 @@ enum ParallelDecode {
         let base: UnsafeMutablePointer<E>
         let kept: UnsafeMutableBufferPointer<Int>
         let failures: UnsafeMutableBufferPointer<StoreError?>
-        let transform: @Sendable (Int) throws(StoreError) -> E?
+        let makeTransform: @Sendable () throws(StoreError) -> (Int) throws(StoreError) -> E?
 
         /// Decodes `start ..< end` into the result from `start` on, the kept entities first; stops at an error.
         func run(chunk c: Int, from start: Int, to end: Int) {
             var n = 0
+            defer { kept[c] = n }
+            let transform: (Int) throws(StoreError) -> E?
+            do throws(StoreError) { transform = try makeTransform() } catch {
+                failures[c] = error
+                return
+            }
             for i in start ..< end {
                 do throws(StoreError) {
                     if let entity = try transform(i) {
@@ -98,7 +119,6 @@ enum ParallelDecode {
                     break
                 }
             }
-            kept[c] = n
         }
     }
 }

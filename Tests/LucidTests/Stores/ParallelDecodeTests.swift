@@ -106,17 +106,56 @@ struct ParallelDecodeTests {
         let all = try await store.search(.all)
         #expect(all.entities.map(\.identifier) == (1 ... count).map { Book.Identifier.remote($0) })
         #expect(all.entities.allSatisfy { $0.title == "t\($0.identifier.remoteValue!)" })
+        // Filtered scans (a `~=` over every record), decoded and filtered on several threads, each with its own
+        // evaluator: a regex, literal text, and a regex with a comparison.
+        for filter: Query<Book>.Filter in [.title ~= .string("^t1[0-9]*7$"), .title ~= .string("99"),
+                                           .title ~= .string("3$") && .pages >= .int(100)] {
+            let query = Query<Book>.filter(filter)
+            let expected = try query.evaluate(over: all.entities).entities
+            #expect(!expected.isEmpty)
+            #expect(try await store.search(query).entities == expected, "\(filter)")
+        }
 
         let bad = Book.remote(count - 100, "x")
         var batch = WriteBatch()
         batch.put([1, 0xEE, 0xEE], forKey: bad.identifier.storageKey, in: store.keyspace)
         try temp.engine.commitAndWait(batch)
-        do {
-            _ = try await store.search(.all)
-            Issue.record("the bad record was read")
-        } catch {
-            guard case .undecodableEntity(_, let key, _) = error else { Issue.record("\(error)"); return }
-            #expect(key == bad.identifier.storageKey)
+        for query in [Query<Book>.all, .filter(.title ~= .string("^t1"))] {
+            do {
+                _ = try await store.search(query)
+                Issue.record("the bad record was read")
+            } catch {
+                guard case .undecodableEntity(_, let key, _) = error else { Issue.record("\(error)"); return }
+                #expect(key == bad.identifier.storageKey)
+            }
+        }
+    }
+
+    @Test("a transform made per chunk: once per chunk, on several threads, its error that of the first chunk")
+    func perChunk() throws {
+        let count = ParallelDecode.minimumCount * 4
+        let made = Atomic<Int>(0)
+        let result = try ParallelDecode.compactMap(count: count, perChunk: { () throws(StoreError) in
+            made.add(1, ordering: .relaxed)
+            var calls = 0   // state of this chunk's transform alone
+            return { (i: Int) throws(StoreError) -> Int? in
+                calls += 1
+                return i % 3 == 0 ? i : nil
+            }
+        })
+        #expect(result == (0 ..< count).filter { $0 % 3 == 0 })
+        #expect(made.load(ordering: .relaxed) >= 2 && made.load(ordering: .relaxed) <= count / ParallelDecode.minimumChunk)
+        // Below minimumCount: one transform, made on this thread.
+        let few = Atomic<Int>(0)
+        _ = try ParallelDecode.compactMap(count: 10, perChunk: { () throws(StoreError) in
+            few.add(1, ordering: .relaxed)
+            return { (i: Int) throws(StoreError) -> Int? in i }
+        })
+        #expect(few.load(ordering: .relaxed) == 1)
+        #expect(throws: StoreError.self) {
+            try ParallelDecode.compactMap(count: count, perChunk: { () throws(StoreError) -> (Int) throws(StoreError) -> Int? in
+                throw .notSupported("no transform")
+            })
         }
     }
 }
