@@ -3,7 +3,7 @@ import LucidEngine
 
 /// How a `~=` pattern is matched against a text. Not nested in ``QueryEvaluator``: a type nested in a generic one
 /// is generic too, and its dictionary's metadata would be looked up at run time for every evaluator.
-private enum PatternMatcher {
+enum PatternMatcher {
     case literal(LiteralPattern)
     case regex(NSRegularExpression)
 
@@ -20,8 +20,8 @@ private enum PatternMatcher {
 /// result).
 struct QueryEvaluator<E: Entity> {
     let query: Query<E>
-    /// Each `~=` pattern's matcher: a byte search for literal text (``LiteralPattern``), else its regex.
-    private var matchers: [String: PatternMatcher] = [:]
+    /// The filter, compiled when the evaluator is made (``compile(_:matchers:)``); nil without a filter.
+    private let predicate: Predicate?
 
     /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
     /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
@@ -32,6 +32,7 @@ struct QueryEvaluator<E: Entity> {
         // The patterns met before the filter's first error, in the walk's order: a bad regex among them is the
         // error the walk meets first.
         let check = query.filterCheck
+        var matchers: [String: PatternMatcher] = [:]
         for pattern in check.patterns {
             if let literal = LiteralPattern(pattern) {
                 matchers[pattern] = .literal(literal)
@@ -42,83 +43,11 @@ struct QueryEvaluator<E: Entity> {
             }
         }
         if let error = check.error { throw error }
+        predicate = query.filter.map { Self.compile($0, matchers: matchers) }
     }
 
     /// Whether `entity` passes the filter.
-    func matches(_ entity: E) -> Bool {
-        guard let filter = query.filter else { return true }
-        return matches(entity, filter)
-    }
-
-    private func matches(_ entity: E, _ filter: Query<E>.Filter) -> Bool {
-        switch filter {
-        case .constant(let b):
-            return b
-        case .and(let l, let r):
-            // Cheap comparisons first: a regex only runs on entities the rest of the filter kept.
-            if Self.hasRegex(l) && !Self.hasRegex(r) { return matches(entity, r) && matches(entity, l) }
-            return matches(entity, l) && matches(entity, r)
-        case .or(let l, let r):
-            return matches(entity, l) || matches(entity, r)
-        case .not(let f):
-            return !matches(entity, f)
-        case .comparison(.identifier, let op, .identifier(let id)):
-            switch op {
-            case .equalTo: return entity.identifier == id
-            case .greaterThan: return id < entity.identifier
-            case .greaterThanOrEqual: return !(entity.identifier < id)
-            case .lessThan: return entity.identifier < id
-            case .lessThanOrEqual: return !(id < entity.identifier)
-            case .match: return false
-            }
-        case .comparison(.index(let name), let op, .index(let value)):
-            let scalars = Self.scalars(entity.entityIndexValue(for: name))
-            if op == .match {
-                guard case .string(let pattern) = value, let matcher = matchers[pattern] else { return false }
-                return scalars.contains { scalar in scalar.matchableString.map(matcher.matches) ?? false }
-            }
-            let rhs = value.indexValue
-            return scalars.contains { scalar in
-                guard scalar.isSameKind(as: value) else { return false }
-                let lhs = scalar.indexValue
-                switch op {
-                case .equalTo: return lhs == rhs
-                case .greaterThan: return lhs > rhs
-                case .greaterThanOrEqual: return lhs >= rhs
-                case .lessThan: return lhs < rhs
-                case .lessThanOrEqual: return lhs <= rhs
-                case .match: return false
-                }
-            }
-        case .containedIn(.identifier, let values):
-            return values.contains { if case .identifier(let id) = $0 { id == entity.identifier } else { false } }
-        case .containedIn(.index(let name), let values):
-            let scalars = Self.scalars(entity.entityIndexValue(for: name))
-            return scalars.contains { scalar in
-                values.contains {
-                    if case .index(let v) = $0 { v.isSameKind(as: scalar) && v.indexValue == scalar.indexValue }
-                    else { false }
-                }
-            }
-        default:
-            return false
-        }
-    }
-
-    private static func hasRegex(_ filter: Query<E>.Filter) -> Bool {
-        switch filter {
-        case .comparison(_, .match, _): true
-        case .and(let l, let r), .or(let l, let r): hasRegex(l) || hasRegex(r)
-        case .not(let f): hasRegex(f)
-        default: false
-        }
-    }
-
-    /// The scalars a property compares by: `[.none]` for an absent value or an empty array.
-    private static func scalars(_ value: EntityIndexValue) -> [EntityIndexValue] {
-        let scalars = value.scalars
-        return scalars.isEmpty ? [.none] : scalars
-    }
+    func matches(_ entity: E) -> Bool { predicate?(entity) ?? true }
 
     /// The query's result from entities that already pass the filter: uniquely, order, window, groups.
     func result(fromMatching entities: [E], alreadyOrdered: Bool = false, alreadyPaginated: Bool = false)
