@@ -12,14 +12,14 @@ final class QueryObservers<E: LocalEntity>: Sendable {
         let contract: any EntityContract
         let accessValidator: (any UserAccessValidating)?
         /// The query's filter, compiled once (regexes included) for deciding which writes affect it.
-        let evaluator: QueryEvaluator<E>?
+        let matches: QueryEvaluator<E>.Predicate?
         let state: Mutex<(current: QueryResult<E>, observers: [Int: AsyncStream<QueryResult<E>>.Continuation])>
 
         init(query: Query<E>, context: ReadContext<E>, current: QueryResult<E>) {
             self.query = query
             contract = context.contract
             accessValidator = context.accessValidator
-            evaluator = try? QueryEvaluator(query)
+            matches = (try? QueryEvaluator(query))?.predicate()
             state = Mutex((current, [:]))
         }
     }
@@ -88,8 +88,8 @@ final class QueryObservers<E: LocalEntity>: Sendable {
                 return touched.contains { $0.dualEquals(id) }
             }
             if holdsTouched { return true }
-            guard let evaluator = observation.evaluator else { return false }
-            return changed.contains(where: evaluator.matches)
+            guard let matches = observation.matches else { return false }
+            return changed.contains(where: matches)
         }
     }
 

@@ -4,11 +4,11 @@ extension QueryEvaluator {
     /// A compiled filter: whether an entity passes it.
     typealias Predicate = @Sendable (E) -> Bool
 
-    /// `filter` as a tree of closures, built once per evaluator: matching an entity then calls them, where walking
-    /// the filter for each entity would match `Query<E>.Filter`, a generic enum, whose payloads' metadata is looked
-    /// up at run time (a lock-protected cache: threads filtering a scan together contended for it). The values
-    /// a comparison needs (the engine term of its operand, the identifiers of a `>>`) are computed here too.
-    /// `matchers` holds each `~=` pattern's matcher (a pattern without one matches nothing).
+    /// `filter` as a tree of closures, built by ``predicate()`` for the entities a caller tests: matching one then
+    /// calls them, where walking the filter for each entity would match `Query<E>.Filter`, a generic enum, whose
+    /// payloads' metadata is looked up at run time (a lock-protected cache: threads filtering a scan together
+    /// contended for it). The values a comparison needs (the engine term of its operand, the identifiers of a `>>`)
+    /// are computed here too. `matchers` holds each `~=` pattern's matcher (a pattern without one matches nothing).
     static func compile(_ filter: Query<E>.Filter, matchers: [String: PatternMatcher]) -> Predicate {
         switch filter {
         case .constant(let b):

@@ -20,8 +20,8 @@ enum PatternMatcher {
 /// result).
 struct QueryEvaluator<E: Entity> {
     let query: Query<E>
-    /// The filter, compiled when the evaluator is made (``compile(_:matchers:)``); nil without a filter.
-    private let predicate: Predicate?
+    /// Each `~=` pattern's matcher: a byte search for literal text (``LiteralPattern``), else its regex.
+    private let matchers: [String: PatternMatcher]
 
     /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
     /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
@@ -43,11 +43,17 @@ struct QueryEvaluator<E: Entity> {
             }
         }
         if let error = check.error { throw error }
-        predicate = query.filter.map { Self.compile($0, matchers: matchers) }
+        self.matchers = matchers
     }
 
     /// Whether `entity` passes the filter.
-    func matches(_ entity: E) -> Bool { predicate?(entity) ?? true }
+    /// Whether an entity passes the filter: the filter compiled (``compile(_:matchers:)``), once per call, for the
+    /// entities a caller then tests. Not compiled when the evaluator is made: most queries a store answers from its
+    /// indexes never test an entity. - Complexity: O(size of the filter).
+    func predicate() -> Predicate {
+        guard let filter = query.filter else { return { _ in true } }
+        return Self.compile(filter, matchers: matchers)
+    }
 
     /// The query's result from entities that already pass the filter: uniquely, order, window, groups.
     func result(fromMatching entities: [E], alreadyOrdered: Bool = false, alreadyPaginated: Bool = false)
@@ -72,7 +78,7 @@ struct QueryEvaluator<E: Entity> {
     /// Validates, filters, orders and windows `entities` in memory.
     static func evaluate(_ query: Query<E>, over entities: some Sequence<E>) throws(QueryError) -> QueryResult<E> {
         let evaluator = try QueryEvaluator(query)
-        return evaluator.result(fromMatching: entities.filter(evaluator.matches))
+        return evaluator.result(fromMatching: entities.filter(evaluator.predicate()))
     }
 }
 

@@ -45,6 +45,7 @@ extension DiskQueryPlanner {
         var failure: StoreError?
         var batchSize = max(32, min(1024, window.multipliedReportingOverflow(by: 2).partialValue))
         var batch = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: false)
+        let matches = evaluator.predicate()
 
         // Filters the batch's records in walk order; `done` once the window is complete and past its last term.
         func filterBatch() throws(StoreError) {
@@ -55,7 +56,7 @@ extension DiskQueryPlanner {
                     done = true
                     return
                 }
-                guard evaluator.matches(entity) else { continue }
+                guard matches(entity) else { continue }
                 matched.append(entity)
                 if matched.count >= window, boundary == nil {
                     if inResultOrder {

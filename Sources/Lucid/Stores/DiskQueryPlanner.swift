@@ -124,7 +124,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
             case .only(let set): entities = try fetch(Array(set))
             case .allBut(let excluded): entities = try fetch(snapshot.keys(in: keyspace).filter { !excluded.contains($0) })
             }
-            if !exact { entities = entities.filter(evaluator.matches) }
+            if !exact { entities = entities.filter(evaluator.predicate()) }
             return evaluator.result(fromMatching: entities)
         }
     }
@@ -222,11 +222,11 @@ struct DiskQueryPlanner<E: LocalEntity> {
         // the query compiled once already, so it compiles again.
         let store = self.store, query = self.query
         return try ParallelDecode.compactMap(count: table.count, perChunk: { () throws(StoreError) in
-            let evaluator: QueryEvaluator<E>
-            do throws(QueryError) { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
+            let matches: QueryEvaluator<E>.Predicate
+            do throws(QueryError) { matches = try QueryEvaluator(query).predicate() } catch { throw .invalidQuery(error) }
             return { (rank: Int) throws(StoreError) -> E? in
                 let entity = try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
-                return evaluator.matches(entity) ? entity : nil
+                return matches(entity) ? entity : nil
             }
         })
     }

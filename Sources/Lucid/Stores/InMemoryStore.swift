@@ -135,9 +135,10 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
             }
             return evaluator.result(fromMatching: Self.dedup(found))
         }
+        let matches = evaluator.predicate()
         let matching = state.withLock { s in
             var out: [E] = []
-            for case let entity? in s.entities where evaluator.matches(entity) { out.append(entity) }
+            for case let entity? in s.entities where matches(entity) { out.append(entity) }
             return out
         }
         let result = evaluator.result(fromMatching: matching)
