@@ -21,7 +21,7 @@ enum PatternMatcher {
 struct QueryEvaluator<E: Entity> {
     let query: Query<E>
     /// Each `~=` pattern's matcher: a byte search for literal text (``LiteralPattern``), else its regex.
-    private let matchers: [String: PatternMatcher]
+    private var matchers: [String: PatternMatcher] = [:]
 
     /// Validates `query` and compiles its regexes. - Complexity: O(1) plus the regexes (the filter was checked
     /// when it was set, see ``FilterCheck``). - Throws: ``QueryError``.
@@ -32,7 +32,6 @@ struct QueryEvaluator<E: Entity> {
         // The patterns met before the filter's first error, in the walk's order: a bad regex among them is the
         // error the walk meets first.
         let check = query.filterCheck
-        var matchers: [String: PatternMatcher] = [:]
         for pattern in check.patterns {
             if let literal = LiteralPattern(pattern) {
                 matchers[pattern] = .literal(literal)
@@ -43,10 +42,8 @@ struct QueryEvaluator<E: Entity> {
             }
         }
         if let error = check.error { throw error }
-        self.matchers = matchers
     }
 
-    /// Whether `entity` passes the filter.
     /// Whether an entity passes the filter: the filter compiled (``compile(_:matchers:)``), once per call, for the
     /// entities a caller then tests. Not compiled when the evaluator is made: most queries a store answers from its
     /// indexes never test an entity. - Complexity: O(size of the filter).
