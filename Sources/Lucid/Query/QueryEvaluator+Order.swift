@@ -22,15 +22,16 @@ extension QueryEvaluator {
     func sorted(_ list: [E]) -> [E] {
         guard list.count > 1 else { return list }
         var steps: [SortStep] = []
-        for order in query.order {
+        for (position, order) in query.order.enumerated() {
             switch order {
             case .asc(by: .identifier): steps.append(.identifier(descending: false))
             case .desc(by: .identifier): steps.append(.identifier(descending: true))
             case .asc(by: .index), .identifiers: steps.append(.key(descending: false))
             case .desc(by: .index): steps.append(.key(descending: true))
-            // A local store's natural order is identifier order (`Query.Order.natural`), as the disk planner
-            // reads it (``OrderShape``): the keys after it never decide.
-            case .natural: steps.append(.identifier(descending: false))
+            // First, it is a local store's natural order, identifier order (`Query.Order.natural`), as the disk
+            // planner reads it (``OrderShape``; a remote store keeps the server's order instead and does not sort).
+            // After another key it is left out, as it always was.
+            case .natural: if position == 0 { steps.append(.identifier(descending: false)) }
             }
         }
         let stride = steps.count { if case .key = $0 { true } else { false } }

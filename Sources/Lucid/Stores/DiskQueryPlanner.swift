@@ -218,12 +218,16 @@ struct DiskQueryPlanner<E: LocalEntity> {
                 try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
             }
         }
-        // Each chunk filters with an evaluator of its own (its regexes compiled for it, not shared between threads);
-        // the query compiled once already, so it compiles again.
-        let store = self.store, query = self.query
+        // On several threads, each chunk filters with an evaluator of its own (its regexes compiled for it, not
+        // shared between threads); the query compiled once already, so it compiles again. On this thread alone, with
+        // this evaluator.
+        let store = self.store, query = self.query, evaluator = self.evaluator
+        let parallel = ParallelDecode.runsInParallel(count: table.count)
         return try ParallelDecode.compactMap(count: table.count, perChunk: { () throws(StoreError) in
             let matches: QueryEvaluator<E>.Predicate
-            do throws(QueryError) { matches = try QueryEvaluator(query).predicate() } catch { throw .invalidQuery(error) }
+            do throws(QueryError) {
+                matches = parallel ? try QueryEvaluator(query).predicate() : evaluator.predicate()
+            } catch { throw .invalidQuery(error) }
             return { (rank: Int) throws(StoreError) -> E? in
                 let entity = try store.decode(Array(table.value(at: rank)), key: Array(table.key(at: rank)))
                 return matches(entity) ? entity : nil

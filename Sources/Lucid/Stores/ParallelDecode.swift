@@ -30,6 +30,9 @@ enum ParallelDecode {
     ///
     /// - Complexity: O(count) calls of `transform`, spread over the processors; the result's storage is allocated
     ///   for `count` entities.
+    /// Whether ``compactMap(count:_:)`` decodes `count` records on several threads.
+    static func runsInParallel(count: Int) -> Bool { count >= minimumCount && processors > 1 }
+
     static func compactMap<E: Sendable>(count: Int,
                                         _ transform: @Sendable (Int) throws(StoreError) -> E?) throws(StoreError) -> [E] {
         try withoutActuallyEscaping(transform) { (transform) throws(StoreError) -> [E] in
@@ -40,11 +43,12 @@ enum ParallelDecode {
     /// ``compactMap(count:_:)`` with a transform made for each chunk by `makeTransform`, called once per chunk on
     /// the thread that decodes it: for a transform holding state that must not be shared between threads (a
     /// filter's compiled regexes). - Throws: the error of `makeTransform` or `transform` for the smallest index,
-    /// as a loop calling `makeTransform` once would report.
+    /// as a loop calling `makeTransform` once would report (`makeTransform` is not called for a count of 0). A
+    /// result that kept few records still holds the room of `count`.
     static func compactMap<E: Sendable>(
         count: Int, perChunk makeTransform: @Sendable () throws(StoreError) -> (Int) throws(StoreError) -> E?
     ) throws(StoreError) -> [E] {
-        guard count >= minimumCount, processors > 1 else {
+        guard runsInParallel(count: count) else {
             var out: [E] = []
             guard count > 0 else { return out }
             let transform = try makeTransform()

@@ -149,6 +149,24 @@ struct DiskQueryPlannerTests {
         }
     }
 
+    /// `.natural` first is a local store's order, identifier order, on disk and in memory; after another key it is
+    /// left out (the keys after it still decide).
+    @Test(".natural first is identifier order; after another key it is left out")
+    func naturalOrder() async throws {
+        let holder = try TemporaryStore()
+        let store = DiskStore<Book>(engine: holder.engine)
+        let books = Self.books(count: 200, seed: 9)
+        _ = try await store.set(books)
+        let everything = try await store.search(.all).entities
+        let first = Query<Book>.all.order([.natural, .desc(by: .pages)])
+        #expect(try await store.search(first).entities == everything)
+        #expect(try first.evaluate(over: books.reversed()).entities == everything)
+        let later = Query<Book>.all.order([.asc(by: .rating), .natural, .desc(by: .pages)])
+        let expected = try Query<Book>.all.order([.asc(by: .rating), .desc(by: .pages)]).evaluate(over: everything).entities
+        #expect(try await store.search(later).entities == expected)
+        #expect(try later.evaluate(over: books).entities == expected)
+    }
+
     /// A local-only identifier locates one record (the first in key order with that local value) where two records
     /// carry it; the filtered scan for large candidate sets would accept both. A query comparing the identifier
     /// must answer the same whatever the store's size, so it keeps reading its candidates by key.

@@ -63,6 +63,15 @@ struct UndecodableRecordTests {
         let fetched = try fresh.fetch(keys, in: try fresh.openSnapshot())
         #expect(fetched.map(\.identifier.storageKey) == keys)
         #expect(fetched.allSatisfy { $0 == books[$0.identifier.remoteValue!] })
+        // Keys with no record and keys the cache answers, among the reads: the reads are not the slots.
+        let warm = DiskStore<Book>(engine: temp.engine)
+        let cachedKeys = Array(keys[100..<400])
+        for _ in 0..<2 { _ = try warm.fetch(cachedKeys, in: try warm.openSnapshot()) }
+        let absent = (0..<300).map { Book.remote(1_000_000 + $0, "none").identifier.storageKey }
+        let mixed = keys.enumerated().flatMap { i, key in i % 20 == 0 ? [absent[(i / 20) % absent.count], key] : [key] }
+        let mixedFetched = try warm.fetch(mixed, in: try warm.openSnapshot())
+        #expect(mixedFetched.map(\.identifier.storageKey) == keys)
+        #expect(mixedFetched.allSatisfy { $0 == books[$0.identifier.remoteValue!] })
 
         // Two records replaced by bytes that are no entity: the one met first in the fetch's order is named.
         let badIDs = [keys[4_000], keys[1_200]].map { key in books.first { $0.identifier.storageKey == key }! }
@@ -72,16 +81,33 @@ struct UndecodableRecordTests {
                       indexTerms: DiskStore<Book>.terms(of: bad))
             try temp.engine.commitAndWait(batch)
         }
-        let another = DiskStore<Book>(engine: temp.engine)
-        do {
-            _ = try another.fetch(keys, in: try another.openSnapshot())
-            Issue.record("the bad records were read")
-        } catch {
-            guard case .undecodableEntity(_, let key, _) = error else {
-                Issue.record("\(error)")
-                return
+        func expectFetchFails(naming expected: [UInt8]) {
+            let another = DiskStore<Book>(engine: temp.engine)
+            do {
+                _ = try another.fetch(keys, in: try another.openSnapshot())
+                Issue.record("the bad records were read")
+            } catch {
+                guard case .undecodableEntity(_, let key, _) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(key == expected)
             }
-            #expect(key == keys[1_200])
         }
+        expectFetchFails(naming: keys[1_200])
+        // Raw records written as the store would (a `set` would merge with the bad record and fail).
+        func putRaw(_ bytes: [UInt8], for book: Book) throws {
+            var batch = WriteBatch()
+            batch.put(bytes, forKey: book.identifier.storageKey, in: store.keyspace, indexTerms: DiskStore<Book>.terms(of: book))
+            try temp.engine.commitAndWait(batch)
+        }
+        // The first one written good again: the other, in a later chunk, is named.
+        try putRaw(try badIDs[1].encodeRecord(), for: badIDs[1])
+        expectFetchFails(naming: keys[4_000])
+        // And one in the last chunk, after it.
+        let last = books.first { $0.identifier.storageKey == keys[keys.count - 60] }!
+        try putRaw([1, 0xEE], for: last)
+        try putRaw(try badIDs[0].encodeRecord(), for: badIDs[0])
+        expectFetchFails(naming: keys[keys.count - 60])
     }
 }
