@@ -97,7 +97,8 @@ public final class RemoteStore<E: RemoteEntity>: RemoteStoring {
         if trustRemoteFiltering {
             return (evaluator.result(fromMatching: payload.entities, alreadyOrdered: natural, alreadyPaginated: true), payload.related)
         }
-        return (evaluator.result(fromMatching: payload.entities.filter(evaluator.predicate()), alreadyOrdered: natural), payload.related)
+        let matching = payload.entities.filter(evaluator.predicate())
+        return (evaluator.result(fromMatching: matching, alreadyOrdered: natural), payload.related)
     }
 
     public func set(_ entities: [E]) async throws(StoreError) -> [E] { try await set(entities, request: nil) }

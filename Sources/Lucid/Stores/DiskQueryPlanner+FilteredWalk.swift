@@ -16,7 +16,8 @@ extension DiskQueryPlanner {
     /// How many records a filtered walk reads before it gives up: an eighth of the keyspace, and at least
     /// `4 × window + 256` (a small store or a loose window walks further, as the fallback costs little there).
     static func filteredWalkBudget(window: Int, records: Int) -> Int {
-        max(records / 8, window.multipliedReportingOverflow(by: 4).partialValue.addingReportingOverflow(256).partialValue)
+        let least = window.multipliedReportingOverflow(by: 4).partialValue.addingReportingOverflow(256).partialValue
+        return max(records / 8, least)
     }
 
     /// Whether a filtered walk may pay: a window of at most a sixteenth of the keyspace.
@@ -69,7 +70,8 @@ extension DiskQueryPlanner {
             batchSize = min(1024, batchSize * 2)
         }
 
-        snapshot.forEachEntry(keyspace: store.keyspace, index: name, condition: .any, reverse: descending) { value, raw in
+        snapshot.forEachEntry(keyspace: store.keyspace, index: name, condition: .any,
+                              reverse: descending) { value, raw in
             if let boundary, value != boundary { return false }
             var copy: [UInt8]?
             if keys != nil || !distinct {

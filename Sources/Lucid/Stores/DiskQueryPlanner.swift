@@ -75,7 +75,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
             }
             return evaluator.result(fromMatching: try scan(filtering: false))
         case .all(exact: false):
-            if let walked = try walkFiltered(keys: nil, count: snapshot.count(in: keyspace), shape: shape, window: window) {
+            if let walked = try walkFiltered(keys: nil, count: snapshot.count(in: keyspace), shape: shape,
+                                             window: window) {
                 return evaluator.result(fromMatching: walked.entities, alreadyOrdered: walked.inResultOrder)
             }
             return evaluator.result(fromMatching: try scan(filtering: true))
@@ -91,8 +92,12 @@ struct DiskQueryPlanner<E: LocalEntity> {
                     // The keyspace's keys are in key order already: the first `window` not excluded, among the first
                     // `window + excluded.count` keys (the excluded keys are keys of the keyspace).
                     var kept: [[UInt8]] = []
-                    let reach = window.map { $0.addingReportingOverflow(excluded.count) }.map { $0.overflow ? Int.max : $0.partialValue }
-                    for key in snapshot.keys(in: keyspace, reverse: !ascending, limit: reach) where !excluded.contains(key) {
+                    let reach = window.map { window in
+                        let (sum, overflow) = window.addingReportingOverflow(excluded.count)
+                        return overflow ? Int.max : sum
+                    }
+                    for key in snapshot.keys(in: keyspace, reverse: !ascending, limit: reach)
+                    where !excluded.contains(key) {
                         kept.append(key)
                         if let window, kept.count >= window { break }
                     }
@@ -114,7 +119,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
             // first in key order with that local value) while the filter accepts every record whose identifier is
             // dual-equal to it: a filtered scan would return more than reading the candidates, so those keep being
             // read by key.
-            if !exact, !query.filterCheck.comparesIdentifier, count >= Self.scanThreshold(of: snapshot.count(in: keyspace)) {
+            if !exact, !query.filterCheck.comparesIdentifier,
+               count >= Self.scanThreshold(of: snapshot.count(in: keyspace)) {
                 // The candidates must go through the filter anyway, and they are most of the keyspace: one pass in
                 // storage order, filtered as it is decoded, costs less than a B-tree lookup and a page read per key.
                 return evaluator.result(fromMatching: try scan(filtering: true))
@@ -122,7 +128,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
             var entities: [E]
             switch keys {
             case .only(let set): entities = try fetch(Array(set))
-            case .allBut(let excluded): entities = try fetch(snapshot.keys(in: keyspace).filter { !excluded.contains($0) })
+            case .allBut(let excluded):
+                entities = try fetch(snapshot.keys(in: keyspace).filter { !excluded.contains($0) })
             }
             if !exact { entities = entities.filter(evaluator.predicate()) }
             return evaluator.result(fromMatching: entities)

@@ -154,7 +154,9 @@ extension DiskStore {
         if values.count >= ParallelDecode.minimumCount {
             var readKeys: [[UInt8]] = []
             readKeys.reserveCapacity(values.count)
-            for i in slots.indices { if case .read(_, let h) = slots[i], handles[h] != nil { readKeys.append(keys[i]) } }
+            for i in slots.indices {
+                if case .read(_, let h) = slots[i], handles[h] != nil { readKeys.append(keys[i]) }
+            }
             let values = values, keys = readKeys
             decoded = try ParallelDecode.compactMap(count: values.count) { r throws(StoreError) in
                 try self.decode(values[r], key: keys[r])

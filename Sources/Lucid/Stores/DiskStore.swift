@@ -16,7 +16,8 @@ import Synchronization
 ///   or on a full scan of the keyspace when nothing narrows it: that fallback decodes every entity. Ordered by an
 ///   index with a window of at most a sixteenth of the keyspace, such a filter first walks the order index,
 ///   reading and filtering the records it meets until the window is full; it falls back to the scan after reading
-///   an eighth of the keyspace (at least 4 × the window + 256 records). A negation is held as the keys it excludes (no set of every key is built).
+///   an eighth of the keyspace (at least 4 × the window + 256 records). A negation is held as the keys it excludes
+///   (no set of every key is built).
 /// - Writes are prepared one at a time (under a lock, never across a suspension), each merging with the values
 ///   the writes before it leave, published or still queued (``DiskQueuedBatches``); they then wait for the
 ///   engine's commit outside the lock, so concurrent durable writes share its syncs (group commit). A write is

@@ -87,7 +87,9 @@ extension IndexValue {
     /// The byte order of two strings' UTF-8 forms, a prefix first.
     private static func compareUTF8(_ a: String, _ b: String) -> Int {
         var a = a, b = b
-        return a.withUTF8 { x in b.withUTF8 { y in compareBytes(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) } }
+        return a.withUTF8 { x in
+            b.withUTF8 { y in compareBytes(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) }
+        }
     }
 
     /// The byte order of `x` and `y`, a prefix first.
