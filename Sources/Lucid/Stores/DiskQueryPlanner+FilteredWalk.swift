@@ -34,10 +34,9 @@ extension DiskQueryPlanner {
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool)? {
         guard let indexName = E.IndexName(rawValue: name) else { return nil }
         let budget = Self.filteredWalkBudget(window: window, records: snapshot.count(in: store.keyspace))
-        let distinct = isSingleTerm(name)
+        var walked = WalkedKeys(keys: keys, distinct: isSingleTerm(name))
         let descending = query.orderShape.descending
         let inResultOrder = !descending && query.orderShape.count == 1
-        var seen = Set<[UInt8]>()
         var matched: [E] = []
         var boundary: IndexValue?
         var read = 0
@@ -74,11 +73,7 @@ extension DiskQueryPlanner {
                               reverse: descending) { value, raw in
             if let boundary, value != boundary { return false }
             var copy: [UInt8]?
-            if keys != nil || !distinct {
-                let key = Array(raw)
-                guard keys?.contains(key) ?? true, distinct || seen.insert(key).inserted else { return true }
-                copy = key
-            }
+            guard walked.admits(raw, copy: &copy) else { return true }
             read += 1
             if read > budget {
                 overBudget = true

@@ -166,9 +166,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
     /// sort them again.
     private func walkIndex(_ name: String, condition: IndexCondition = .any, keys: CandidateKeys?,
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool) {
-        var seen = Set<[UInt8]>()
         // With one term per record, the walk meets each record once: no set of the keys met is needed.
-        let distinct = isSingleTerm(name)
+        var walked = WalkedKeys(keys: keys, distinct: isSingleTerm(name))
         // Each key picked goes from the index to the cache's probe as it is met (copied only when needed).
         var picked = FetchBatch(capacity: window, at: snapshot.sequence, query: true)
         var boundary: IndexValue?
@@ -181,11 +180,7 @@ struct DiskQueryPlanner<E: LocalEntity> {
         snapshot.forEachEntry(keyspace: keyspace, index: name, condition: condition, reverse: descending) { value, raw in
             if let boundary, value != boundary { return false }
             var copy: [UInt8]?
-            if keys != nil || !distinct {
-                let key = Array(raw)
-                guard keys?.contains(key) ?? true, distinct || seen.insert(key).inserted else { return true }
-                copy = key
-            }
+            guard walked.admits(raw, copy: &copy) else { return true }
             store.add(raw, copy: copy, to: &picked)
             if picked.count >= window {
                 if inResultOrder { return false }

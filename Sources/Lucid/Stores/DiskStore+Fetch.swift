@@ -151,7 +151,7 @@ extension DiskStore {
         // Many records are decoded on every processor first (each decodes alone, see ``ParallelDecode``), then
         // boxed and offered to the cache in order, on this thread.
         var decoded: [E] = []
-        if values.count >= ParallelDecode.minimumCount {
+        if ParallelDecode.runsInParallel(count: values.count) {
             var readKeys: [[UInt8]] = []
             readKeys.reserveCapacity(values.count)
             for i in slots.indices {

@@ -35,18 +35,7 @@ extension IndexValue {
     public static func < (lhs: IndexValue, rhs: IndexValue) -> Bool { compare(lhs, rhs) < 0 }
 
     /// Whether the two values have the same encoding. - Complexity: as `<`.
-    public static func == (lhs: IndexValue, rhs: IndexValue) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): true
-        case (.bool(let a), .bool(let b)): a == b
-        case (.int(let a), .int(let b)): a == b
-        case (.double(let a), .double(let b)): orderedBits(a) == orderedBits(b)
-        case (.date(let a), .date(let b)): a == b
-        case (.string(let a), .string(let b)): compareUTF8(a, b) == 0
-        case (.identifier(let a), .identifier(let b)): a == b
-        default: false
-        }
-    }
+    public static func == (lhs: IndexValue, rhs: IndexValue) -> Bool { compare(lhs, rhs) == 0 }
 
     /// Hashes what `==` compares: the case, and the value as the encoding holds it.
     public func hash(into hasher: inout Hasher) {
