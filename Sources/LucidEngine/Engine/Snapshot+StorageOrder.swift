@@ -10,7 +10,9 @@ extension Snapshot {
     ///
     /// The values are read in storage order: each page once, for all the records it holds, instead of once per
     /// record as a key-order walk over a range larger than the page cache may. Use it to read a large range whole;
-    /// ``forEach(in:range:reverse:limit:_:)`` streams a range without holding it.
+    /// ``forEach(in:range:reverse:limit:_:)`` streams a range without holding it. A large table is read on every
+    /// processor from 4,096 records (``StorageOrderRead``) and sorted on every processor from 65,536, the calling
+    /// thread taking part.
     ///
     /// - Complexity: O(log n + k) for k records (they are put in storage order by a radix sort on their page,
     ///   ``StoragePlace/sortByPage(_:)``), one page read per page they lie on. Memory: the keys and the values in
@@ -35,6 +37,10 @@ extension Snapshot {
         }
         var valueBytes = 0
         tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, location in
+            if places.isEmpty, range.treeLower == nil, range.treeUpper == nil {
+                // Keys of one keyspace often share a length: room for that many, grown as usual if they do not.
+                table.keyBytes.reserveCapacity(key.count * table.keyEnds.capacity)
+            }
             places.append(StoragePlace(location, rank: places.count))
             table.keyBytes.append(contentsOf: key)
             table.keyEnds.append(table.keyBytes.count)
@@ -48,13 +54,15 @@ extension Snapshot {
         table.valueBytes = try table.valueEnds.withUnsafeBufferPointer { ends in
             try [UInt8](unsafeUninitializedCapacity: valueBytes) { values, initialized in
                 let out = ValueOutput(bytes: values, ends: ends)
-                var first = 0
-                while first < places.count {
-                    let page = places[first].page
-                    var end = first + 1
-                    while end < places.count && places[end].page == page { end += 1 }
-                    try readValues(of: places[first..<end], into: out)
-                    first = end
+                try StorageOrderRead.forEachRun(of: places) { run in
+                    var first = run.startIndex
+                    while first < run.endIndex {
+                        let page = run[first].page
+                        var end = first + 1
+                        while end < run.endIndex && run[end].page == page { end += 1 }
+                        try readValues(of: run[first..<end], into: out)
+                        first = end
+                    }
                 }
                 // Every rank's value was copied once, and the values' lengths sum to the buffer's.
                 initialized = valueBytes

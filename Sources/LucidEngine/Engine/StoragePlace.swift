@@ -1,3 +1,6 @@
+import Dispatch
+import Foundation
+
 /// A record's location and its rank in key order, for reading many records page by page
 /// (``Snapshot/recordTable(in:range:reverse:limit:)``).
 struct StoragePlace {
@@ -16,15 +19,27 @@ struct StoragePlace {
 extension StoragePlace {
     /// Digit width of the radix sort: 256 buckets, so that a pass scatters into few enough places at once for the
     /// processor's write buffers and TLB.
-    private static let digitBits = 8
+    static let digitBits = 8
+
+    /// Places from which the sort runs on several threads (when there are several processors): below, handing
+    /// work to other threads costs more than the passes it spreads.
+    static let minimumParallelSort = 1 << 16
+
+    /// Pages start at least a page header apart (every page holds its header), so a page offset divided by the
+    /// header's length still tells pages apart and keeps their order, with fewer significant bits to sort on.
+    static let offsetGrain = UInt64(Format.pageHeaderLength)
+
+    private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
     /// Orders `places` by page (``page``), in log order, keeping the records of one page in the order they had
     /// (stable): what reading each page once needs. Nothing else depends on the order, so correctness never does.
     ///
     /// A least-significant-digit radix sort on one number per page: its segment relative to the lowest, times the
-    /// largest page offset (a byte offset) plus one, plus its offset. A few linear passes, one per 8 significant
-    /// bits of the largest such number (4 for a store of a few segments of 64 MiB), instead of a comparison sort's
-    /// n log n comparisons. Falls back to the standard sort, on (page, rank), when the number would not fit 64 bits.
+    /// largest page offset (in units of ``offsetGrain``) plus one, plus its offset in those units. A few linear
+    /// passes, one per 8 significant bits of the largest such number (3 for a store of a few segments of 64 MiB),
+    /// instead of a comparison sort's n log n comparisons. With at least ``minimumParallelSort`` places and more
+    /// than one processor, the first pass scatters on the most significant digit instead, and the 256 groups it
+    /// makes are sorted on the remaining digits concurrently (`DispatchQueue.concurrentPerform`).
     /// - Complexity: O(n × passes), plus a scratch copy of `places` (32 bytes per place) while it runs.
     static func sortByPage(_ places: inout [StoragePlace]) {
         guard places.count > 1 else { return }
@@ -35,58 +50,112 @@ extension StoragePlace {
             highSegment = max(highSegment, segment)
             highOffset = max(highOffset, UInt64(place.location.pageOffset))
         }
-        let stride = highOffset + 1
-        let (span, overflow) = (highSegment - lowSegment + 1).multipliedReportingOverflow(by: stride)
-        guard !overflow else {
-            places.sort { ($0.page, $0.rank) < ($1.page, $1.rank) }
-            return
-        }
-        @inline(__always) func dense(_ place: StoragePlace) -> UInt64 {
-            (UInt64(place.location.segment) - lowSegment) &* stride &+ UInt64(place.location.pageOffset)
-        }
+        let stride = highOffset / offsetGrain + 1
+        // At most 2^32 segments times 2^32 / 48 + 1 offsets: below 2^59, so the numbers fit 64 bits.
+        let span = (highSegment - lowSegment + 1) * stride
+        let key = DenseKey(lowSegment: lowSegment, stride: stride)
         let significantBits = UInt64.bitWidth - (span - 1).leadingZeroBitCount
         let passes = (significantBits + digitBits - 1) / digitBits
         guard passes > 0 else { return }
 
-        let count = places.count
+        var scratch = places
+        places.withUnsafeMutableBufferPointer { places in
+            scratch.withUnsafeMutableBufferPointer { scratch in
+                if passes > 1 && places.count >= minimumParallelSort && processors > 1 {
+                    sortInParallel(places, scratch, passes: passes, key: key)
+                } else if radixSort(places, scratch, passes: passes, key: key) {
+                    _ = places.update(fromContentsOf: scratch)
+                }
+            }
+        }
+    }
+
+    /// The number a place is sorted on (see ``sortByPage(_:)``).
+    struct DenseKey {
+        let lowSegment: UInt64
+        let stride: UInt64
+
+        @inline(__always) func callAsFunction(_ place: StoragePlace) -> UInt64 {
+            (UInt64(place.location.segment) - lowSegment) &* stride &+ UInt64(place.location.pageOffset) / offsetGrain
+        }
+    }
+
+    /// Scatters `places` into `scratch` on the most significant of `passes` digits, then sorts each of the 256
+    /// groups on the other digits, concurrently, leaving every group's result in `places`.
+    private static func sortInParallel(_ places: UnsafeMutableBufferPointer<StoragePlace>,
+                                       _ scratch: UnsafeMutableBufferPointer<StoragePlace>,
+                                       passes: Int, key: DenseKey) {
+        let buckets = 1 << digitBits
+        let shift = UInt64((passes - 1) * digitBits)
+        var starts = [Int](repeating: 0, count: buckets + 1)
+        for place in places { starts[Int(key(place) >> shift) + 1] += 1 }
+        for digit in 0..<buckets { starts[digit + 1] += starts[digit] }
+        var next = starts
+        for place in places {
+            let digit = Int(key(place) >> shift)
+            scratch[next[digit]] = place
+            next[digit] += 1
+        }
+        // Each group is sorted in its own range of both buffers: no task touches another's.
+        let groups = Groups(places: places, scratch: scratch, starts: starts, passes: passes - 1, key: key)
+        DispatchQueue.concurrentPerform(iterations: buckets) { groups.sort($0) }
+    }
+
+    /// The groups of ``sortInParallel(_:_:passes:key:)``. `@unchecked Sendable`: task `g` reads and writes the
+    /// range `starts[g]..<starts[g + 1]` of both buffers only, and the buffers outlive the tasks.
+    private struct Groups: @unchecked Sendable {
+        let places: UnsafeMutableBufferPointer<StoragePlace>
+        let scratch: UnsafeMutableBufferPointer<StoragePlace>
+        let starts: [Int]
+        let passes: Int
+        let key: DenseKey
+
+        func sort(_ group: Int) {
+            let range = starts[group]..<starts[group + 1]
+            guard !range.isEmpty else { return }
+            let source = UnsafeMutableBufferPointer(rebasing: scratch[range])
+            let target = UnsafeMutableBufferPointer(rebasing: places[range])
+            if !radixSort(source, target, passes: passes, key: key) { _ = target.update(fromContentsOf: source) }
+        }
+    }
+
+    /// Sorts `source` on digits `0..<passes` of `key` (least significant first, stable), `target` (as long) as
+    /// its scratch; returns whether the result ended in `target` rather than `source`. A pass whose digit every
+    /// place shares is skipped. O(count × passes).
+    static func radixSort(_ source: UnsafeMutableBufferPointer<StoragePlace>,
+                          _ target: UnsafeMutableBufferPointer<StoragePlace>,
+                          passes: Int, key: DenseKey) -> Bool {
+        let count = source.count
+        guard count > 1, passes > 0 else { return false }
         let buckets = 1 << digitBits
         let mask = UInt64(buckets - 1)
         // Every pass's histogram, counted in one read of the input.
         var histograms = [Int](repeating: 0, count: passes * buckets)
-        for place in places {
-            let key = dense(place)
+        for place in source {
+            let key = key(place)
             for pass in 0..<passes {
                 histograms[pass * buckets + Int((key >> UInt64(pass * digitBits)) & mask)] += 1
             }
         }
-        var scratch = places
-        var sourceIsPlaces = true
+        var inTarget = false
+        var starts = [Int](repeating: 0, count: buckets)
         for pass in 0..<passes {
             let shift = UInt64(pass * digitBits)
+            let (from, to) = inTarget ? (target, source) : (source, target)
             // A pass whose digit is the same for every place would copy them unchanged: skipped.
-            let first = Int((dense(sourceIsPlaces ? places[0] : scratch[0]) >> shift) & mask)
-            if histograms[pass * buckets + first] == count { continue }
-            var starts = [Int](repeating: 0, count: buckets)
+            if histograms[pass * buckets + Int((key(from[0]) >> shift) & mask)] == count { continue }
             var total = 0
             for digit in 0..<buckets {
                 starts[digit] = total
                 total += histograms[pass * buckets + digit]
             }
-            @inline(__always) func scatter(_ source: UnsafeBufferPointer<StoragePlace>,
-                                           _ target: UnsafeMutableBufferPointer<StoragePlace>) {
-                for place in source {
-                    let digit = Int((dense(place) >> shift) & mask)
-                    target[starts[digit]] = place
-                    starts[digit] += 1
-                }
+            for place in from {
+                let digit = Int((key(place) >> shift) & mask)
+                to[starts[digit]] = place
+                starts[digit] += 1
             }
-            if sourceIsPlaces {
-                places.withUnsafeBufferPointer { s in scratch.withUnsafeMutableBufferPointer { scatter(s, $0) } }
-            } else {
-                scratch.withUnsafeBufferPointer { s in places.withUnsafeMutableBufferPointer { scatter(s, $0) } }
-            }
-            sourceIsPlaces.toggle()
+            inTarget.toggle()
         }
-        if !sourceIsPlaces { swap(&places, &scratch) }
+        return inTarget
     }
 }

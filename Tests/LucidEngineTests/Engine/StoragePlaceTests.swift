@@ -4,7 +4,7 @@ import LucidEngineTestSupport
 
 /// `StoragePlace.sortByPage`, the radix sort that puts a record table's reads in storage order: it returns the
 /// places it was given, grouped by page in log order, each page's places in the order they came (so records of one
-/// page keep key order), on its radix path and on the comparison sort it falls back to.
+/// page keep key order), on one thread and on several.
 @Suite("Engine: storage-order sort")
 struct StoragePlaceTests {
     static func place(segment: UInt32, page: UInt32, valueOffset: UInt32 = 0, rank: Int) -> StoragePlace {
@@ -24,13 +24,16 @@ struct StoragePlaceTests {
         }
     }
 
+    /// A page offset rounded down to where a page may start: pages lie at least a page header apart.
+    static func pageStart(_ offset: UInt64) -> UInt32 { UInt32(offset - offset % UInt64(Format.pageHeaderLength)) }
+
     @Test("pages spread over segments and offsets of 8 to 32 bits come out grouped, in log order, stable",
-          arguments: [UInt32(200), 1 << 16, 1 << 26, UInt32.max])
+          arguments: [UInt32(2_000), 1 << 16, 1 << 26, UInt32.max])
     func radixOrder(highestOffset: UInt32) {
         var rng = SplitMix64(seed: UInt64(highestOffset))
         // Few pages, so that many places share one and stability shows.
         let pages = (0..<300).map { _ in
-            (segment: UInt32(3 + rng.next() % 5), page: UInt32(truncatingIfNeeded: rng.next() % (UInt64(highestOffset) + 1)))
+            (segment: UInt32(3 + rng.next() % 5), page: Self.pageStart(rng.next() % (UInt64(highestOffset) + 1)))
         }
         let original = (0..<5_000).map { rank in
             let p = pages[Int(rng.next() % UInt64(pages.count))]
@@ -41,32 +44,58 @@ struct StoragePlaceTests {
         Self.expectSorted(sorted, from: original)
     }
 
-    /// Page offsets that are multiples of 4 KiB share their low byte, so the first pass is skipped; with offsets
-    /// below 64 KiB one pass runs (its result is in the scratch array, which must be swapped back), with offsets
-    /// below 1 MiB two do.
+    /// Page offsets 256 grains apart share their low digit, so the first pass is skipped; with offsets below
+    /// 2^16 one pass runs (its result is in the scratch array, which must be copied back), with offsets below
+    /// 2^24 two do.
     @Test("passes whose digit every place shares are skipped, whatever the number of passes left",
-          arguments: [UInt64(1) << 16, 1 << 20])
+          arguments: [UInt64(1) << 16, 1 << 24])
     func skippedPasses(offsetLimit: UInt64) {
         var rng = SplitMix64(seed: offsetLimit)
+        let step = StoragePlace.offsetGrain << 8
         let original = (0..<3_000).map { rank in
-            Self.place(segment: 2, page: UInt32(rng.next() % (offsetLimit / 4096)) * 4096, rank: rank)
+            Self.place(segment: 2, page: UInt32(rng.next() % (offsetLimit / step) * step), rank: rank)
         }
         var sorted = original
         StoragePlace.sortByPage(&sorted)
         Self.expectSorted(sorted, from: original)
     }
 
-    @Test("segment ids and offsets too wide for one 64-bit number take the comparison sort")
-    func fallback() {
+    @Test("the widest segment ids and offsets sort on eight digits")
+    func widest() {
         var rng = SplitMix64(seed: 9)
         let original = (0..<2_000).map { rank in
             Self.place(segment: rng.next() % 2 == 0 ? 0 : UInt32.max,
-                       page: rng.next() % 2 == 0 ? 0 : UInt32.max - UInt32(rng.next() % 3), rank: rank)
+                       page: rng.next() % 2 == 0 ? 0 : Self.pageStart(UInt64(UInt32.max) - 48 * (rng.next() % 3)),
+                       rank: rank)
         }
         var sorted = original
         StoragePlace.sortByPage(&sorted)
         Self.expectSorted(sorted, from: original)
         #expect(Set(sorted.map(\.page)).count == 8)
+    }
+
+    /// Enough places for the parallel path: a scatter on the top digit, then each group sorted on its own. Pages
+    /// spread over six segments of 64 MiB (three passes), packed a page header apart at the start of a segment
+    /// (neighbouring pages differ in the lowest digit only), or all in one top-digit group.
+    @Test("a sort large enough for several threads gives the same order", arguments: [0, 1, 2])
+    func parallelOrder(layout: Int) {
+        var rng = SplitMix64(seed: UInt64(40 + layout))
+        let count = 3 * StoragePlace.minimumParallelSort
+        let original = (0..<count).map { rank in
+            switch layout {
+            case 0:
+                return Self.place(segment: UInt32(rng.next() % 6), page: Self.pageStart(rng.next() % (64 << 20)),
+                                  rank: rank)
+            case 1:
+                return Self.place(segment: UInt32(rng.next() % 2),
+                                  page: UInt32(rng.next() % 5_000) * UInt32(Format.pageHeaderLength), rank: rank)
+            default:
+                return Self.place(segment: 9, page: Self.pageStart(60 << 20 + rng.next() % (1 << 16)), rank: rank)
+            }
+        }
+        var sorted = original
+        StoragePlace.sortByPage(&sorted)
+        Self.expectSorted(sorted, from: original)
     }
 
     @Test("one page, one place and no places are left as they are")
