@@ -23,6 +23,9 @@ enum ParallelDecode {
 
     private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
+    /// Whether ``compactMap(count:_:)`` decodes `count` records on several threads. O(1).
+    static func runsInParallel(count: Int) -> Bool { count >= minimumCount && processors > 1 }
+
     /// The non-nil `transform(i)` for `i` in `0 ..< count`, in order: `compactMap` over the indices, on several
     /// threads when `count` is large. `transform` is called at most once per index, from any thread, at the same
     /// time as other calls: it must only read what it shares. When some call throws, the error is that of the
@@ -30,9 +33,6 @@ enum ParallelDecode {
     ///
     /// - Complexity: O(count) calls of `transform`, spread over the processors; the result's storage is allocated
     ///   for `count` entities.
-    /// Whether ``compactMap(count:_:)`` decodes `count` records on several threads.
-    static func runsInParallel(count: Int) -> Bool { count >= minimumCount && processors > 1 }
-
     static func compactMap<E: Sendable>(count: Int,
                                         _ transform: @Sendable (Int) throws(StoreError) -> E?) throws(StoreError) -> [E] {
         try withoutActuallyEscaping(transform) { (transform) throws(StoreError) -> [E] in
