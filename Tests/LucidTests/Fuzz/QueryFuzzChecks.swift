@@ -19,7 +19,8 @@ public struct QueryCheckFailure: Error, CustomStringConvertible {
 /// Input: a program of writes, removals and queries over a small entity type. Queries are built from the bytes,
 /// including regex patterns taken verbatim from them (the only text the query layer parses). Checks:
 /// - nothing traps, whatever the pattern;
-/// - the disk store (an engine on the in-memory FaultFileSystem) answers every query exactly as the query
+/// - the disk store (an engine on the in-memory FaultFileSystem), preloaded with a few hundred entities for one
+///   input length in five, answers every query exactly as the query
 ///   evaluated in memory over a model of what was written (the same entities, every field, in the same order, as
 ///   many groups), with its entity cache off, tiny or the default (by the input's length), or
 ///   both refuse it as an invalid query;
@@ -127,6 +128,28 @@ public enum QueryChecks {
         return q
     }
 
+    /// A query of the shape the planner answers by walking an index and filtering what it reads: a filter with a
+    /// pattern match (which no index decides), ordered by an index, with a window of at most 25.
+    static func walkQuery(_ r: inout Reader) -> Query<Item> {
+        let name = Item.IndexName.allCases[r.int(Item.IndexName.allCases.count)]
+        let pattern = Query<Item>.Filter.comparison(.index(name), .match, .index(.string(r.text(upTo: 3))))
+        let filter: Query<Item>.Filter = switch r.int(4) {
+        case 0: pattern
+        case 1: .and(pattern, filter(&r, depth: 2))
+        case 2: .or(pattern, filter(&r, depth: 2))
+        default: .not(pattern)
+        }
+        var order: [Query<Item>.Order] = []
+        for _ in 0..<(1 + r.int(2)) {
+            let p: Query<Item>.Property = order.isEmpty || r.int(3) > 0
+                ? .index(Item.IndexName.allCases[r.int(5)]) : .identifier
+            order.append(r.int(2) == 0 ? .asc(by: p) : .desc(by: p))
+        }
+        var q = Query<Item>.filter(filter).order(order).with(limit: 1 + r.int(20))
+        if r.int(3) == 0 { q = q.with(offset: r.int(6)) }
+        return q
+    }
+
     public static func check(_ bytes: [UInt8]) throws {
         var r = Reader(bytes: bytes)
         var options = EngineOptions()
@@ -140,6 +163,15 @@ public enum QueryChecks {
         // saved inputs keep their meaning).
         let disk = DiskStore<Item>(engine: engine, entityCacheBytes: [0, 2 << 10, DiskStore<Item>.defaultEntityCacheBytes][bytes.count % 3])
         let model = InMemoryStore<Item>()
+        // One input length in five starts from a few hundred entities (no byte read, so saved inputs keep their
+        // meaning): enough for the planner's ordered walks over filters the indexes cannot decide, which give up
+        // below a few hundred candidates.
+        let preloaded = bytes.count % 5 == 0
+        if preloaded {
+            let bulk = bulkItems(seed: bytes)
+            try runBlocking { _ = try await disk.set(bulk) }
+            model.setNow(bulk)
+        }
         var steps = 0
         while !r.isAtEnd && steps < 32 {
             steps += 1
@@ -153,7 +185,7 @@ public enum QueryChecks {
                 try runBlocking { try await disk.remove(ids) }
                 try runBlocking { try await model.remove(ids) }
             default:
-                let q = query(&r)
+                let q = preloaded && r.int(2) == 0 ? walkQuery(&r) : query(&r)
                 let everything = try runBlocking { try await model.search(.all).entities }
                 let expected: Result<QueryResult<Item>, QueryError> = Result { () throws(QueryError) in try q.evaluate(over: everything) }
                 let actual: Result<QueryResult<Item>, StoreError> = Result { () throws(StoreError) in try disk.searchNow(q) }
@@ -175,6 +207,21 @@ public enum QueryChecks {
         }
         let report = try engine.verify()
         guard report.ok else { throw QueryCheckFailure("verify: \(report.problems.prefix(3))") }
+    }
+
+    /// 400 to 799 entities of remote ids 1000 and up (some with a local id), outside the programs' own ids, their
+    /// fields drawn as ``item(_:)`` draws them from bytes a generator seeded by the whole input gives.
+    static func bulkItems(seed input: [UInt8]) -> [Item] {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in input { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        var rng = SplitMix64(seed: hash)
+        let count = 400 + Int(rng.next() % 400)
+        var r = Reader(bytes: (0..<(count * 12)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+        return (0..<count).map { k in
+            var entity = item(&r)
+            entity.identifier = k % 3 == 0 ? .remote(1000 + k, local: "b\(k)") : .remote(1000 + k)
+            return entity
+        }
     }
 
     /// Runs async store calls from the synchronous fuzz entry point.
