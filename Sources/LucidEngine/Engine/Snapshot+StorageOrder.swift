@@ -37,8 +37,9 @@ extension Snapshot {
         }
         var valueBytes = 0
         tree.forEach(from: range.treeLower, to: range.treeUpper, reverse: reverse) { key, location in
-            if places.isEmpty, range.treeLower == nil, range.treeUpper == nil {
-                // Keys of one keyspace often share a length: room for that many, grown as usual if they do not.
+            if places.isEmpty, range.treeLower == nil, range.treeUpper == nil, key.count <= 64 {
+                // Keys of one keyspace often share a length: room for that many, grown as usual if they do not
+                // (not for a long first key, which could reserve far more than the keys take).
                 table.keyBytes.reserveCapacity(key.count * table.keyEnds.capacity)
             }
             places.append(StoragePlace(location, rank: places.count))

@@ -44,8 +44,8 @@ enum StorageOrderRead {
     }
 
     /// Where the runs start, and `places.count` last: about `runs` runs of equal length, each start moved forward
-    /// to the first place of a page, so that no page is split between runs. Strictly increasing; O(runs + the
-    /// longest page's records).
+    /// to the first place of a page, so that no page is split between runs. Strictly increasing when `places` is
+    /// not empty (`[0, 0]` when it is). O(count) at most: each start walks at most one page's places.
     static func runBounds(_ places: [StoragePlace], runs: Int) -> [Int] {
         var bounds = [0]
         let runs = max(1, min(runs, places.count))

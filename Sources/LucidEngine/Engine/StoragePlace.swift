@@ -32,37 +32,45 @@ extension StoragePlace {
     private static let processors = ProcessInfo.processInfo.activeProcessorCount
 
     /// Orders `places` by page (``page``), in log order, keeping the records of one page in the order they had
-    /// (stable): what reading each page once needs. Nothing else depends on the order, so correctness never does.
+    /// (stable): what reading each page once needs. The results of a read never depend on the order (each place is
+    /// read at its own location); which error a read reports first does (the first damaged page in log order).
     ///
     /// A least-significant-digit radix sort on one number per page: its segment relative to the lowest, times the
-    /// largest page offset (in units of ``offsetGrain``) plus one, plus its offset in those units. A few linear
-    /// passes, one per 8 significant bits of the largest such number (3 for a store of a few segments of 64 MiB),
+    /// largest page offset (in units of ``offsetGrain``) plus one, plus its offset in those units, less the
+    /// smallest such number among the places. A few linear passes, one per 8 significant bits of the largest
+    /// remaining number (3 for a store of a few segments of 64 MiB, fewer for places close together in the log),
     /// instead of a comparison sort's n log n comparisons. With at least ``minimumParallelSort`` places and more
-    /// than one processor, the first pass scatters on the most significant digit instead, and the 256 groups it
-    /// makes are sorted on the remaining digits concurrently (`DispatchQueue.concurrentPerform`).
+    /// than one processor, the first pass scatters on the 8 most significant bits instead, and the 256 groups it
+    /// makes are sorted on the bits below concurrently (`DispatchQueue.concurrentPerform`).
     /// - Complexity: O(n × passes), plus a scratch copy of `places` (32 bytes per place) while it runs.
     static func sortByPage(_ places: inout [StoragePlace]) {
         guard places.count > 1 else { return }
         var lowSegment = UInt64.max, highSegment = UInt64(0), highOffset = UInt64(0)
+        // The first and last pages in log order: the smallest and largest numbers, which keep that order.
+        var first = places[0].location, last = places[0].location
         for place in places {
-            let segment = UInt64(place.location.segment)
+            let location = place.location
+            let segment = UInt64(location.segment)
             lowSegment = min(lowSegment, segment)
             highSegment = max(highSegment, segment)
-            highOffset = max(highOffset, UInt64(place.location.pageOffset))
+            highOffset = max(highOffset, UInt64(location.pageOffset))
+            if (location.segment, location.pageOffset) < (first.segment, first.pageOffset) { first = location }
+            if (location.segment, location.pageOffset) > (last.segment, last.pageOffset) { last = location }
         }
-        let stride = highOffset / offsetGrain + 1
         // At most 2^32 segments times 2^32 / 48 + 1 offsets: below 2^59, so the numbers fit 64 bits.
-        let span = (highSegment - lowSegment + 1) * stride
-        let key = DenseKey(lowSegment: lowSegment, stride: stride)
-        let significantBits = UInt64.bitWidth - (span - 1).leadingZeroBitCount
+        let stride = highOffset / offsetGrain + 1
+        let whole = DenseKey(lowSegment: lowSegment, stride: stride, base: 0)
+        let key = DenseKey(lowSegment: lowSegment, stride: stride, base: whole(first))
+        let largest = key(last)
+        guard largest > 0 else { return }   // one page: nothing to move
+        let significantBits = UInt64.bitWidth - largest.leadingZeroBitCount
         let passes = (significantBits + digitBits - 1) / digitBits
-        guard passes > 0 else { return }
 
         var scratch = places
         places.withUnsafeMutableBufferPointer { places in
             scratch.withUnsafeMutableBufferPointer { scratch in
                 if passes > 1 && places.count >= minimumParallelSort && processors > 1 {
-                    sortInParallel(places, scratch, passes: passes, key: key)
+                    sortInParallel(places, scratch, significantBits: significantBits, key: key)
                 } else if radixSort(places, scratch, passes: passes, key: key) {
                     _ = places.update(fromContentsOf: scratch)
                 }
@@ -70,23 +78,26 @@ extension StoragePlace {
         }
     }
 
-    /// The number a place is sorted on (see ``sortByPage(_:)``).
+    /// The number a place is sorted on (see ``sortByPage(_:)``), less `base`.
     struct DenseKey {
         let lowSegment: UInt64
         let stride: UInt64
+        let base: UInt64
 
-        @inline(__always) func callAsFunction(_ place: StoragePlace) -> UInt64 {
-            (UInt64(place.location.segment) - lowSegment) &* stride &+ UInt64(place.location.pageOffset) / offsetGrain
+        @inline(__always) func callAsFunction(_ location: RecordLocation) -> UInt64 {
+            ((UInt64(location.segment) - lowSegment) &* stride &+ UInt64(location.pageOffset) / offsetGrain) &- base
         }
+
+        @inline(__always) func callAsFunction(_ place: StoragePlace) -> UInt64 { self(place.location) }
     }
 
-    /// Scatters `places` into `scratch` on the most significant of `passes` digits, then sorts each of the 256
-    /// groups on the other digits, concurrently, leaving every group's result in `places`.
+    /// Scatters `places` into `scratch` on the 8 most significant of the keys' `significantBits` bits, then sorts
+    /// each of the 256 groups on the bits below, concurrently, leaving every group's result in `places`.
     private static func sortInParallel(_ places: UnsafeMutableBufferPointer<StoragePlace>,
                                        _ scratch: UnsafeMutableBufferPointer<StoragePlace>,
-                                       passes: Int, key: DenseKey) {
+                                       significantBits: Int, key: DenseKey) {
         let buckets = 1 << digitBits
-        let shift = UInt64((passes - 1) * digitBits)
+        let shift = UInt64(significantBits - digitBits)
         var starts = [Int](repeating: 0, count: buckets + 1)
         for place in places { starts[Int(key(place) >> shift) + 1] += 1 }
         for digit in 0..<buckets { starts[digit + 1] += starts[digit] }
@@ -96,12 +107,14 @@ extension StoragePlace {
             scratch[next[digit]] = place
             next[digit] += 1
         }
-        // Each group is sorted in its own range of both buffers: no task touches another's.
-        let groups = Groups(places: places, scratch: scratch, starts: starts, passes: passes - 1, key: key)
+        // Each group is sorted in its own range of both buffers: no task touches another's. (The digits below may
+        // reach into the top one: within a group those bits are equal, so sorting on them changes nothing.)
+        let passes = (Int(shift) + digitBits - 1) / digitBits
+        let groups = Groups(places: places, scratch: scratch, starts: starts, passes: passes, key: key)
         DispatchQueue.concurrentPerform(iterations: buckets) { groups.sort($0) }
     }
 
-    /// The groups of ``sortInParallel(_:_:passes:key:)``. `@unchecked Sendable`: task `g` reads and writes the
+    /// The groups of ``sortInParallel(_:_:significantBits:key:)``. `@unchecked Sendable`: task `g` reads and writes the
     /// range `starts[g]..<starts[g + 1]` of both buffers only, and the buffers outlive the tasks.
     private struct Groups: @unchecked Sendable {
         let places: UnsafeMutableBufferPointer<StoragePlace>

@@ -1,11 +1,13 @@
 import Foundation
+import Synchronization
 import Testing
 import LucidEngineTestSupport
 @testable import LucidEngine
 
 /// `recordTable`'s page reads spread over threads (`StorageOrderRead`): runs cut at page boundaries cover every
 /// place once; a table large enough to be read in parallel equals the key-order walk; and of several damaged
-/// pages, the error is the one a serial read meets first.
+/// pages, the error is the one a serial read meets first. (On a machine with one processor the reads run in
+/// order on one thread, and these tests check that path instead; CI's machines have two.)
 @Suite("Engine: record tables read on several threads")
 struct StorageOrderReadTests {
     static func key(_ i: Int) -> [UInt8] { Array(String(format: "so-%06d", i).utf8) }
@@ -61,6 +63,52 @@ struct StorageOrderReadTests {
                 #expect(places[start].page != places[start - 1].page, "round \(round): a page split at \(start)")
             }
         }
+    }
+
+    struct RunFailure: Error, Equatable { let start: Int }
+
+    /// Places on pages of 1 to 40 records each, in page order.
+    static func pagedPlaces(_ count: Int, seed: UInt64) -> [StoragePlace] {
+        var rng = SplitMix64(seed: seed)
+        var places: [StoragePlace] = []
+        var page: UInt32 = 0
+        while places.count < count {
+            for _ in 0..<min(1 + Int(rng.next() % 40), count - places.count) {
+                let location = RecordLocation(segment: 1, pageOffset: page * 4096, valueOffset: 0, valueLength: 1,
+                                              hasTerms: false, sequence: 1)
+                places.append(StoragePlace(location, rank: places.count))
+            }
+            page += 1
+        }
+        return places
+    }
+
+    /// The run holding the first places fails late, after every later run failed at once: the error must still be
+    /// the first run's (an error slot the first failure in time fills would report another). On one processor, or
+    /// while the other threads of the pool are busy (tests run in parallel), the runs go in order on this thread
+    /// and the first fails first anyway; run alone on two processors, that mutation fails this test.
+    @Test("the error is the first failing run's in page order, not the first to fail in time")
+    func firstRunsErrorWins() {
+        let places = Self.pagedPlaces(2 * StorageOrderRead.minimumParallelRecords, seed: 8)
+        #expect(throws: RunFailure(start: 0)) {
+            try StorageOrderRead.forEachRun(of: places) { run in
+                if run.startIndex == 0 { usleep(50_000) }
+                throw RunFailure(start: run.startIndex)
+            }
+        }
+        // Every place is offered once, in runs of whole pages, whatever the threads.
+        let seen = Mutex([Int](repeating: 0, count: places.count))
+        let wholePages = Mutex(true)
+        #expect(throws: Never.self) {
+            try StorageOrderRead.forEachRun(of: places) { run in
+                let first = run.first!, last = run.last!
+                if run.startIndex > 0, places[run.startIndex - 1].page == first.page { wholePages.withLock { $0 = false } }
+                if run.endIndex < places.count, places[run.endIndex].page == last.page { wholePages.withLock { $0 = false } }
+                seen.withLock { for place in run { $0[place.rank] += 1 } }
+            }
+        }
+        #expect(seen.withLock { $0.allSatisfy { $0 == 1 } })
+        #expect(wholePages.withLock { $0 })
     }
 
     @Test("a table read on several threads equals the key-order walk", arguments: [0, 1 << 20])

@@ -74,9 +74,10 @@ struct StoragePlaceTests {
         #expect(Set(sorted.map(\.page)).count == 8)
     }
 
-    /// Enough places for the parallel path: a scatter on the top digit, then each group sorted on its own. Pages
-    /// spread over six segments of 64 MiB (three passes), packed a page header apart at the start of a segment
-    /// (neighbouring pages differ in the lowest digit only), or all in one top-digit group.
+    /// Enough places for the parallel path (on a machine with more than one processor): a scatter on the top
+    /// digit, then each group sorted on its own. Pages spread over six segments of 64 MiB (three passes), packed a
+    /// page header apart at the start of a segment (neighbouring pages differ in the lowest digit only), or
+    /// clustered in 64 KiB of one segment, 60 MiB in (spread over groups once the smallest number is taken off).
     @Test("a sort large enough for several threads gives the same order", arguments: [0, 1, 2])
     func parallelOrder(layout: Int) {
         var rng = SplitMix64(seed: UInt64(40 + layout))
