@@ -45,23 +45,21 @@ extension StoragePlace {
     /// - Complexity: O(n × passes), plus a scratch copy of `places` (32 bytes per place) while it runs.
     static func sortByPage(_ places: inout [StoragePlace]) {
         guard places.count > 1 else { return }
-        var lowSegment = UInt64.max, highSegment = UInt64(0), highOffset = UInt64(0)
-        // The first and last pages in log order: the smallest and largest numbers, which keep that order.
-        var first = places[0].location, last = places[0].location
+        // The first and last pages in log order (``page`` orders as the log does), and the largest offset.
+        var firstPage = UInt64.max, lastPage = UInt64(0), highOffset = UInt64(0)
         for place in places {
-            let location = place.location
-            let segment = UInt64(location.segment)
-            lowSegment = min(lowSegment, segment)
-            highSegment = max(highSegment, segment)
-            highOffset = max(highOffset, UInt64(location.pageOffset))
-            if (location.segment, location.pageOffset) < (first.segment, first.pageOffset) { first = location }
-            if (location.segment, location.pageOffset) > (last.segment, last.pageOffset) { last = location }
+            let page = place.page
+            firstPage = min(firstPage, page)
+            lastPage = max(lastPage, page)
+            highOffset = max(highOffset, UInt64(place.location.pageOffset))
         }
-        // At most 2^32 segments times 2^32 / 48 + 1 offsets: below 2^59, so the numbers fit 64 bits.
+        // At most 2^32 segments times 2^32 / 48 + 1 offsets: below 2^59, so the numbers fit 64 bits. The smallest
+        // number is the first page's, the largest the last page's (the numbers keep the log's order).
+        let lowSegment = firstPage >> 32
         let stride = highOffset / offsetGrain + 1
         let whole = DenseKey(lowSegment: lowSegment, stride: stride, base: 0)
-        let key = DenseKey(lowSegment: lowSegment, stride: stride, base: whole(first))
-        let largest = key(last)
+        let key = DenseKey(lowSegment: lowSegment, stride: stride, base: whole(page: firstPage))
+        let largest = key(page: lastPage)
         guard largest > 0 else { return }   // one page: nothing to move
         let significantBits = UInt64.bitWidth - largest.leadingZeroBitCount
         let passes = (significantBits + digitBits - 1) / digitBits
@@ -84,11 +82,12 @@ extension StoragePlace {
         let stride: UInt64
         let base: UInt64
 
-        @inline(__always) func callAsFunction(_ location: RecordLocation) -> UInt64 {
-            ((UInt64(location.segment) - lowSegment) &* stride &+ UInt64(location.pageOffset) / offsetGrain) &- base
+        /// The number of the page `page` (as ``StoragePlace/page`` gives it: segment high, offset low).
+        @inline(__always) func callAsFunction(page: UInt64) -> UInt64 {
+            (((page >> 32) - lowSegment) &* stride &+ (page & 0xFFFF_FFFF) / offsetGrain) &- base
         }
 
-        @inline(__always) func callAsFunction(_ place: StoragePlace) -> UInt64 { self(place.location) }
+        @inline(__always) func callAsFunction(_ place: StoragePlace) -> UInt64 { self(page: place.page) }
     }
 
     /// Scatters `places` into `scratch` on the 8 most significant of the keys' `significantBits` bits, then sorts
