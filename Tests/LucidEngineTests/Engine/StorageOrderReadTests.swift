@@ -57,7 +57,8 @@ struct StorageOrderReadTests {
             let runs = 1 + Int(rng.next() % 12)
             let bounds = StorageOrderRead.runBounds(places, runs: runs)
             #expect(bounds.first == 0 && bounds.last == places.count, "round \(round)")
-            #expect(zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 } || places.isEmpty, "round \(round): increasing")
+            #expect(zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 } || places.isEmpty,
+                    "round \(round): increasing")
             #expect(bounds.count - 1 <= max(runs, 1), "round \(round): at most \(runs) runs")
             for start in bounds.dropFirst().dropLast() {
                 #expect(places[start].page != places[start - 1].page, "round \(round): a page split at \(start)")
@@ -102,8 +103,9 @@ struct StorageOrderReadTests {
         #expect(throws: Never.self) {
             try StorageOrderRead.forEachRun(of: places) { run in
                 let first = run.first!, last = run.last!
-                if run.startIndex > 0, places[run.startIndex - 1].page == first.page { wholePages.withLock { $0 = false } }
-                if run.endIndex < places.count, places[run.endIndex].page == last.page { wholePages.withLock { $0 = false } }
+                let splitBefore = run.startIndex > 0 && places[run.startIndex - 1].page == first.page
+                let splitAfter = run.endIndex < places.count && places[run.endIndex].page == last.page
+                if splitBefore || splitAfter { wholePages.withLock { $0 = false } }
                 seen.withLock { for place in run { $0[place.rank] += 1 } }
             }
         }
@@ -127,7 +129,10 @@ struct StorageOrderReadTests {
             for (range, reverse) in [(KeyRange.from(Self.key(1_000), to: Self.key(count - 500)), true),
                                      (KeyRange(lower: .included(Self.key(3_000))), false)] {
                 var walked: [KeyValue] = []
-                try snapshot.forEach(in: "t", range: range, reverse: reverse, limit: nil) { walked.append($0); return true }
+                try snapshot.forEach(in: "t", range: range, reverse: reverse, limit: nil) {
+                    walked.append($0)
+                    return true
+                }
                 #expect(walked.count >= StorageOrderRead.minimumParallelRecords)
                 #expect(Array(try snapshot.recordTable(in: "t", range: range, reverse: reverse)) == walked)
             }
