@@ -158,11 +158,8 @@ struct StorageOrderReadTests {
             #expect(early.segment != late.segment || early.pageOffset != late.pageOffset)
             for location in [late, early] {
                 let file = try #require(state.segments[UInt64(location.segment)])
-                let handle = try PosixFileSystem().openFile(at: file.path, mode: .readWrite(create: false))
-                defer { try? handle.close() }
                 let payloadByte = UInt64(location.pageOffset) + UInt64(Format.pageHeaderLength) + 3
-                let byte = try handle.read(at: payloadByte, count: 1)
-                try handle.write([byte[0] ^ 0x40], at: payloadByte)
+                try CorruptionHelpers.flipBit(path: file.path, offset: payloadByte, bit: 6)
             }
             let earlyFile = try #require(state.segments[UInt64(early.segment)])
             for _ in 0..<5 {
