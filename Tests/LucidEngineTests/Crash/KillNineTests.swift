@@ -53,6 +53,8 @@ struct KillNineTests {
         }
         print("kill -9 loop: \(rounds) rounds in \(crashElapsedMilliseconds(since: start)) ms; \(stats); "
               + "final sequence \(sequence), \(stats.segments) segments, \(model)")
+        // A loop whose children never got to commit (a child that cannot open the store, say) checked nothing.
+        #expect(stats.acked > 0 && sequence > 0, "no round acknowledged a batch: \(stats)")
     }
 
     /// engine-notes §9.9 test 13 with real processes: SIGKILL a child within its first milliseconds, while it

@@ -36,6 +36,8 @@ struct FailCasesReplayTests {
     func replay(_ target: FuzzTarget) throws {
         let failCases = Self.inputs("FailCases", target)
         let seeds = Self.inputs("Corpus", target)
+        // Every engine target has committed seeds: none found means the folder was not found, and nothing replayed.
+        #expect(!seeds.isEmpty, "Fuzz/Corpus/\(target.rawValue) has no inputs at \(Self.fuzzDirectory.path)")
         var known = 0
         for url in failCases + seeds {
             let bytes = try [UInt8](Data(contentsOf: url))
