@@ -49,6 +49,23 @@ struct RemoteDataSourceTests {
         }
     }
 
+    /// Bug 1.15.10 of the original: a chain of errors (`composite`) never allowed the local fallback. Here a chain
+    /// falls back exactly when its latest error would alone; an error that is not a connection failure never does.
+    @Test("a chain of store errors falls back to local stores when its latest error would alone")
+    func compositeFallback() {
+        let unreachable = StoreError.api(.networkUnreachable("connection refused"))
+        let closed = StoreError.closed
+        #expect(unreachable.shouldFallBackToLocal)
+        #expect(StoreError.api(.timeout).shouldFallBackToLocal)
+        #expect(StoreError.emptyResponse.shouldFallBackToLocal)
+        #expect(StoreError.composite(current: unreachable, previous: closed).shouldFallBackToLocal)
+        #expect(StoreError.composite(current: .emptyResponse,
+                                     previous: .composite(current: closed, previous: unreachable)).shouldFallBackToLocal)
+        #expect(!StoreError.composite(current: closed, previous: unreachable).shouldFallBackToLocal)
+        #expect(!StoreError.api(.httpStatus(code: 500, body: [])).shouldFallBackToLocal)
+        #expect(!closed.shouldFallBackToLocal)
+    }
+
     @Test("remote search: filtered again locally, bad elements dropped, persistence strategies")
     func remoteSearch() async throws {
         let f = try await Self.fixture(server: [.remote(1, "A", genre: "sf"), .remote(2, "B", genre: "sf"), .remote(3, "C", genre: "poetry")],
