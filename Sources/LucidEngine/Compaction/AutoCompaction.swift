@@ -15,6 +15,12 @@ final class AutoCompactionState: @unchecked Sendable {
     var rawWritten: UInt64 = 0
     var storedWritten: UInt64 = 0
     private let sealedAfterLastRun = Mutex<UInt64>(0)
+    /// Automatic compactions that failed since open, and the error of the last one (``EngineStatistics``).
+    private let failures = Mutex<(count: UInt64, last: LucidError?)>((0, nil))
+
+    func noteFailure(_ error: LucidError) { failures.withLock { $0 = ($0.count + 1, error) } }
+    var failureCount: UInt64 { failures.withLock { $0.count } }
+    var lastFailure: LucidError? { failures.withLock { $0.last } }
 
     func noteCompaction(sealedBytes: UInt64) { sealedAfterLastRun.withLock { $0 = sealedBytes } }
     var sealedBytesAfterLastRun: UInt64 { sealedAfterLastRun.withLock { $0 } }
@@ -58,6 +64,9 @@ extension EngineCore {
             do {
                 _ = try compact(CompactionOptions())
             } catch {
+                // Nothing is lost (the inputs stay, the manifest is unchanged), but the application must be able to
+                // see it: damage found in a sealed segment is reported nowhere else until `verify()`.
+                autoCompaction.noteFailure(error as? LucidError ?? LucidError(code: .io, message: "\(error)"))
                 options.logger.warning("automatic compaction failed", metadata: ["error": "\(error)"])
             }
         }

@@ -211,7 +211,7 @@ public final class Engine: Sendable {
     /// ``LucidError/Code/closed``. Idempotent.
     public func close() throws { try core.close() }
 
-    /// Counters: sequence, segments, cache hits, commit groups and syncs.
+    /// Counters: sequence, segments, cache hits, commit groups, syncs and failed automatic compactions. O(segments).
     public var statistics: EngineStatistics {
         let s = core.currentState()
         let total = s.segments.keys.reduce(UInt64(0)) { $0 + s.visibleLength(of: $1) }
@@ -221,6 +221,8 @@ public final class Engine: Sendable {
             recordCacheHits: core.cache.records?.hits ?? 0, recordCacheMisses: core.cache.records?.misses ?? 0,
             groupsWritten: core.groupsWritten.load(ordering: .relaxed),
             syncs: core.syncCount.load(ordering: .relaxed),
-            batchesCommitted: core.batchesCommitted.load(ordering: .relaxed))
+            batchesCommitted: core.batchesCommitted.load(ordering: .relaxed),
+            automaticCompactionFailures: core.autoCompaction.failureCount,
+            lastAutomaticCompactionError: core.autoCompaction.lastFailure)
     }
 }
