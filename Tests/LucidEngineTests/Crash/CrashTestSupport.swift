@@ -91,11 +91,66 @@ func crashWriteBatch(_ ops: [CrashOp]) -> WriteBatch {
     var batch = WriteBatch()
     for op in ops {
         switch op {
-        case .put(let keyspace, let key, let value): batch.put(value, forKey: key, in: keyspace)
+        case .put(let keyspace, let key, let value):
+            // Index terms from the value (none for one value in five): overwrites change, add and drop entries, so
+            // recovery must rebuild the indexes to the model's too (`crashIndexProblems`).
+            batch.put(value, forKey: key, in: keyspace, indexTerms: crashChildTerms(for: value))
         case .delete(let keyspace, let key): batch.delete(key, in: keyspace)
         }
     }
     return batch
+}
+
+/// An index entry as the crash tests compare it.
+struct CrashIndexPair: Equatable {
+    var value: IndexValue
+    var key: [UInt8]
+}
+
+/// Where `engine`'s indexes (`size` and `tag`) differ from the entries the terms of `state`'s values give
+/// (`crashChildTerms`, which `crashWriteBatch` stores with each value): every entry in order, both directions, and
+/// the entry counts, in `keyspaces` (by default every keyspace of the engine or the model).
+func crashIndexProblems(_ engine: Engine, _ state: CrashModel, keyspaces: [String]? = nil) -> [String] {
+    var problems: [String] = []
+    let snapshot = engine.snapshot()
+    for keyspace in keyspaces ?? Set(engine.keyspaces()).union(state.keyspaces.keys).sorted() {
+        for index in ["size", "tag"] {
+            var expected: [CrashIndexPair] = []
+            for (key, value) in state.keyspaces[keyspace] ?? [:] {
+                var seen: [IndexValue] = []
+                for term in crashChildTerms(for: value) where term.index == index {
+                    let termValue = term.value!
+                    if !seen.contains(termValue) {
+                        seen.append(termValue)
+                        expected.append(CrashIndexPair(value: termValue, key: key))
+                    }
+                }
+            }
+            expected.sort { a, b in
+                let c = IndexTest.compare(a.value, b.value)
+                return c != 0 ? c < 0 : IndexTest.compareBytes(a.key, b.key) < 0
+            }
+            let query = IndexQuery(keyspace: keyspace, index: index, condition: .any)
+            let forward = snapshot.entries(matching: query).map { CrashIndexPair(value: $0.value, key: $0.key) }
+            var backwardQuery = query
+            backwardQuery.reverse = true
+            let backward = snapshot.entries(matching: backwardQuery)
+                .map { CrashIndexPair(value: $0.value, key: $0.key) }
+            if forward != expected {
+                let missing = expected.filter { !forward.contains($0) }.count
+                let extra = forward.filter { !expected.contains($0) }.count
+                problems.append("index \(keyspace).\(index): \(forward.count) entries, expected \(expected.count) "
+                                + "(\(missing) missing, \(extra) extra, or out of order)")
+            } else if backward != expected.reversed() {
+                problems.append("index \(keyspace).\(index): the descending order is not the reverse")
+            }
+            let entryCount = snapshot.entryCount(keyspace: keyspace, index: index)
+            if entryCount != expected.count {
+                problems.append("index \(keyspace).\(index): entryCount \(entryCount), expected \(expected.count)")
+            }
+        }
+    }
+    return problems
 }
 
 /// Everything the engine shows, read through scans of every keyspace it reports.
@@ -266,6 +321,12 @@ func checkCrashRecovered(_ fs: FaultFileSystem, models: [CrashModel], acknowledg
                          + "\(sequence): \(state.difference(from: models[sequence]))", sourceLocation: sourceLocation)
             return nil
         }
+        let indexProblems = crashIndexProblems(engine, state)
+        guard indexProblems.isEmpty else {
+            crashFail("\(context): the recovered indexes at sequence \(sequence) are not the model's: \(indexProblems)",
+                      sourceLocation: sourceLocation)
+            return nil
+        }
         let report = try engine.verify()
         guard report.ok else {
             crashFail("\(context): verify found \(report.problems)", sourceLocation: sourceLocation)
@@ -315,6 +376,8 @@ func crashCheckpointlessOpenProblem(_ fs: FaultFileSystem, sequence: Int, state:
             return "without the checkpoint, open recovers sequence \(engine.statistics.lastSequence) (with it: "
                 + "\(sequence)), state: \(scanned.difference(from: state))"
         }
+        let indexProblems = crashIndexProblems(engine, scanned)
+        if !indexProblems.isEmpty { return "without the checkpoint, the indexes differ: \(indexProblems)" }
         return nil
     } catch {
         return "without the checkpoint, open fails: \(error) (with it: sequence \(sequence))"

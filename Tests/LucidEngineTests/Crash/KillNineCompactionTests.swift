@@ -110,54 +110,9 @@ struct KillNineCompactionTests {
         #expect(compaction.compactions > 0, "the child never completed a compaction")
     }
 
-    /// An index entry as the tests compare it.
-    struct Pair: Equatable {
-        var value: IndexValue
-        var key: [UInt8]
-    }
-
-    /// Where `engine`'s indexes differ from the entries the terms of `state`'s values give (`crashChildTerms`):
-    /// every entry in order, both directions, and the entry counts.
+    /// Where `engine`'s indexes differ from the entries the terms of `state`'s values give (`crashIndexProblems`).
     static func indexProblems(_ engine: Engine, _ state: CrashModel) -> [String] {
-        var problems: [String] = []
-        let snapshot = engine.snapshot()
-        for keyspace in keyspaces {
-            for index in indexes {
-                var expected: [Pair] = []
-                for (key, value) in state.keyspaces[keyspace] ?? [:] {
-                    var seen: [IndexValue] = []
-                    for term in crashChildTerms(for: value) where term.index == index {
-                        let termValue = term.value!
-                        if !seen.contains(termValue) {
-                            seen.append(termValue)
-                            expected.append(Pair(value: termValue, key: key))
-                        }
-                    }
-                }
-                expected.sort { a, b in
-                    let c = IndexTest.compare(a.value, b.value)
-                    return c != 0 ? c < 0 : IndexTest.compareBytes(a.key, b.key) < 0
-                }
-                let query = IndexQuery(keyspace: keyspace, index: index, condition: .any)
-                let forward = snapshot.entries(matching: query).map { Pair(value: $0.value, key: $0.key) }
-                var backwardQuery = query
-                backwardQuery.reverse = true
-                let backward = snapshot.entries(matching: backwardQuery).map { Pair(value: $0.value, key: $0.key) }
-                if forward != expected {
-                    let missing = expected.filter { !forward.contains($0) }.count
-                    let extra = forward.filter { !expected.contains($0) }.count
-                    problems.append("index \(keyspace).\(index): \(forward.count) entries, expected \(expected.count) "
-                                    + "(\(missing) missing, \(extra) extra, or out of order)")
-                } else if backward != expected.reversed() {
-                    problems.append("index \(keyspace).\(index): the descending order is not the reverse")
-                }
-                let entryCount = snapshot.entryCount(keyspace: keyspace, index: index)
-                if entryCount != expected.count {
-                    problems.append("index \(keyspace).\(index): entryCount \(entryCount), expected \(expected.count)")
-                }
-            }
-        }
-        return problems
+        crashIndexProblems(engine, state, keyspaces: keyspaces)
     }
 
     /// Segment files on disk that the manifest does not name, or named ones missing, and leftover `.tmp` files.
