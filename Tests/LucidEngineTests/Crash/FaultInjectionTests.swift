@@ -525,4 +525,48 @@ struct FaultInjectionTests {
         #expect(readBack, "the state read after clearing the faults differs from the model")
         #expect(try engine.verify().ok)
     }
+
+    /// A put that replaces a record with index terms reads those terms from the log before anything is written
+    /// (`CommitGroupPlan`). EIO there fails the commit with `io`: nothing of it is visible, the engine refuses
+    /// writes (a failure fails every later batch, so that a ticket's success vouches for the batches before it),
+    /// and a reopen shows exactly the acknowledged commits.
+    @Test("EIO while a commit reads the index terms it replaces: io, nothing visible, then a clean reopen")
+    func eioReadingReplacedTerms() throws {
+        let batches = makeCrashWorkload(seed: 18, count: 10)
+        let model = crashModelPrefixes(batches)[batches.count]
+        let fs = FaultFileSystem()
+        var engine = try Engine.open(at: crashStorePath, options: crashFaultOptions(fs, pageCacheBytes: 0))
+        defer { try? engine.close() }
+        for batch in batches { try engine.commitAndWait(crashWriteBatch(batch)) }
+        // A record that carries terms, picked in a fixed order.
+        let (keyspace, key, value) = try #require(model.keyspaces.keys.sorted().lazy.compactMap { name in
+            model.keyspaces[name]!.filter { !crashChildTerms(for: $0.value).isEmpty }
+                .min { $0.key.lexicographicallyPrecedes($1.key) }.map { (name, $0.key, $0.value) }
+        }.first)
+        let replacement = crashChildValue(length: 301, seed: 5)
+        #expect(!crashChildTerms(for: replacement).isEmpty)
+
+        fs.failOperation([.read], nth: 1, errno: EIO, persistent: true)
+        let error = #expect(throws: LucidError.self) {
+            try engine.commitAndWait(crashWriteBatch([.put(keyspace: keyspace, key: key, value: replacement)]))
+        }
+        #expect(error?.code == .io && error?.errno == EIO, "\(String(describing: error))")
+        #expect(fs.injectedFaultCount >= 1, "the commit read nothing: the record's terms were not read from the log")
+        fs.clearFaults()
+        #expect(try engine.get(key, in: keyspace) == value, "the failed commit is visible")
+        #expect(crashIndexProblems(engine, model).isEmpty, "the failed commit changed an index")
+        let refused = #expect(throws: LucidError.self) { try engine.commitAndWait(crashWriteBatch(batches[0])) }
+        #expect(refused?.code == .failedState)
+
+        try engine.close()
+        engine = try Engine.open(at: crashStorePath, options: crashFaultOptions(fs, pageCacheBytes: 0))
+        #expect(try crashReadModel(engine) == model)
+        #expect(crashIndexProblems(engine, model).isEmpty)
+        #expect(try engine.verify().ok)
+        // The same commit, without the fault, now goes through and moves the record's index entries.
+        try engine.commitAndWait(crashWriteBatch([.put(keyspace: keyspace, key: key, value: replacement)]))
+        var after = model
+        after.apply([.put(keyspace: keyspace, key: key, value: replacement)])
+        #expect(crashIndexProblems(engine, after).isEmpty)
+    }
 }

@@ -16,15 +16,15 @@ import Darwin
 /// batch is there, no partial batch is, and `verify()` is clean. The store carries over from round to round, so
 /// later rounds recover stores that earlier recoveries (in the child or the parent) already cut.
 ///
-/// Environment: `LUCID_KILL9_ROUNDS` (default 30), `LUCID_KILL9_SEED` (base seed; random by default),
-/// `LUCID_CRASH_CHILD` (path of the child binary, when not next to the test binary).
+/// Environment: `LUCID_KILL9_ROUNDS` (default 50, engine-notes' figure for CI), `LUCID_KILL9_SEED` (base seed;
+/// random by default), `LUCID_CRASH_CHILD` (path of the child binary, when not next to the test binary).
 @Suite("Crash: kill -9 loop")
 struct KillNineTests {
     @Test("kill -9 at random moments never loses an acknowledged batch nor keeps a partial one")
     func killNineLoop() throws {
         let child = try Self.requireChild()
         let environment = ProcessInfo.processInfo.environment
-        let rounds = environment["LUCID_KILL9_ROUNDS"].flatMap(Int.init) ?? 30
+        let rounds = environment["LUCID_KILL9_ROUNDS"].flatMap(Int.init) ?? 50
         let baseSeed = environment["LUCID_KILL9_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(1) << 48)
         print("kill -9 loop: \(rounds) rounds, base seed \(baseSeed) (LUCID_KILL9_SEED=\(baseSeed) to replay)")
 
