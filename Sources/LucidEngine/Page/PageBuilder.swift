@@ -141,7 +141,7 @@ struct PageBuilder {
             let compressedSize = !compressing ? nil
                 : rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
             let useCompressed = compressedSize.map {
-                $0 < rawBytes.count - rawBytes.count / Format.compressionMinimumSavingDivisor
+                Self.savesEnough(compressed: $0, raw: rawBytes.count)
             } ?? false
             flags = useCompressed ? Format.pageFlagCompressed : 0
         }
@@ -158,6 +158,14 @@ struct PageBuilder {
         raw = ByteWriter(capacity: pageSize)
         recordCount = 0
         recordStarts.removeAll(keepingCapacity: true)
+    }
+
+    /// Whether a payload of `raw` bytes is stored as its `compressed` LZ4 form: when that saves at least 1/8 of it
+    /// (docs/FORMAT.md), exactly, in integers: `raw - compressed >= raw / 8`.
+    @inline(__always)
+    static func savesEnough(compressed: Int, raw: Int) -> Bool {
+        compressed * Format.compressionMinimumSavingDivisor
+            <= raw * (Format.compressionMinimumSavingDivisor - 1)
     }
 
     /// Appends one page (header, with its checksum, then `payload`) to ``output``.
