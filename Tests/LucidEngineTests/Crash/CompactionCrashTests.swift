@@ -118,8 +118,11 @@ struct CompactionCrashTests {
         }
     }
 
-    @Test("an I/O error at any operation of a compaction fails it with a typed error and changes nothing")
-    func errorAtEveryOperation() throws {
+    /// Once (the next operation succeeds), or persistent until the test clears it: a disk that keeps failing
+    /// fails the compaction, and whatever else ran meanwhile, without losing anything once it heals.
+    @Test("an I/O error at any operation of a compaction fails it with a typed error and changes nothing",
+          arguments: [false, true])
+    func errorAtEveryOperation(persistent: Bool) throws {
         let (base, expected) = try Self.makeBase()
         let reference = base.copy()
         let engine = try Engine.open(at: Self.path, options: Self.options(reference))
@@ -133,8 +136,12 @@ struct CompactionCrashTests {
         for n in 1...operations {
             let fs = base.copy()
             let engine = try Engine.open(at: Self.path, options: Self.options(fs))
-            fs.failOperation(Set(FaultFileSystem.Operation.allCases), nth: n)   // one failure, then healthy
+            fs.failOperation(Set(FaultFileSystem.Operation.allCases), nth: n, persistent: persistent)
             let outcome = Result { try engine.compactAndWait(CompactionOptions(segments: segments)) }
+            if persistent {
+                #expect(fs.injectedFaultCount >= 1, "op \(n): the fault never fired")
+                fs.clearFaults()
+            }
             // Whatever happened, the live engine still reads the same contents.
             let live = try CheckpointTests.dump(engine)
             #expect(live.records == expected.records && live.indexes == expected.indexes, "op \(n): live contents changed")
@@ -151,7 +158,8 @@ struct CompactionCrashTests {
                 }
             }
             try? engine.close()
-            #expect(Self.checkRecovered(fs, expected: expected, context: "error at op \(n)"))
+            #expect(Self.checkRecovered(fs, expected: expected,
+                                        context: "\(persistent ? "persistent error" : "error") at op \(n)"))
         }
         #expect(refusedAfterManifestFailure >= 1, "a failed manifest write must stop writes")
     }
