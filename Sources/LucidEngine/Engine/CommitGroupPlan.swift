@@ -44,19 +44,20 @@ struct CommitGroupPlan {
 
         var indexed: [Bool] = []   // by keyspace: whether the group writes terms in it
         var last = -1
-        for (i, op) in operations.enumerated() {
-            if last < 0 || keyspaces[last].name != op.keyspace {
-                if let known = keyspaces.firstIndex(where: { $0.name == op.keyspace }) {
+        // Fields read in place (`operations[i].key`): a copy of the operation would retain and release its arrays.
+        for i in operations.indices {
+            if last < 0 || keyspaces[last].name != operations[i].keyspace {
+                if let known = keyspaces.firstIndex(where: { $0.name == operations[i].keyspace }) {
                     last = known
                 } else {
-                    keyspaces.append(Keyspace(name: op.keyspace, operations: [], keys: PackedKeys()))
+                    keyspaces.append(Keyspace(name: operations[i].keyspace, operations: [], keys: PackedKeys()))
                     indexed.append(false)
                     last = keyspaces.count - 1
                 }
             }
             keyspaces[last].operations.append(i)
-            op.key.withUnsafeBytes { keyspaces[last].keys.append($0) }
-            if !op.terms.isEmpty { indexed[last] = true }
+            operations[i].key.withUnsafeBytes { keyspaces[last].keys.append($0) }
+            if !operations[i].terms.isEmpty { indexed[last] = true }
         }
         for k in keyspaces.indices {
             if keyspaces[k].operations.count > 1 {   // one operation (a single-record commit) is sorted already

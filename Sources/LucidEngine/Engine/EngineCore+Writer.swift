@@ -129,7 +129,10 @@ extension EngineCore {
         var sequence = writer.lastSequence
         for pending in batches {
             sequence += 1
-            for op in pending.batch.operations { builder.append(op, sequence: sequence) }
+            // Borrowed in place: iterating the array would copy each operation, retaining and releasing its arrays.
+            pending.batch.operations.withUnsafeBufferPointer { ops in
+                for i in ops.indices { builder.append(ops[i], sequence: sequence) }
+            }
         }
         builder.finish()
 
@@ -157,19 +160,22 @@ extension EngineCore {
         segment.setReadableEnd(newEnd)
         autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
         autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
-        let liveDelta = state.write { s in
-            let firstSequence = s.lastSequence + 1
-            let delta = s.publish(plan) { i in
-                // Fields read in place: a copy of the operation would retain and release its arrays.
-                let placement = placements[i]
-                return RecordLocation(
-                    segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
-                    valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(plan.operations[i].value.count),
-                    hasTerms: !plan.operations[i].terms.isEmpty, sequence: firstSequence + UInt64(plan.batchOf[i]))
+        // Operations read through a buffer pointer: fields are then read in place, where `plan.operations[i].value`
+        // copies the operation (retaining and releasing each of its arrays).
+        let liveDelta = plan.operations.withUnsafeBufferPointer { ops in
+            state.write { s in
+                let firstSequence = s.lastSequence + 1
+                let delta = s.publish(plan) { i in
+                    let placement = placements[i]
+                    return RecordLocation(
+                        segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
+                        valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(ops[i].value.count),
+                        hasTerms: !ops[i].terms.isEmpty, sequence: firstSequence + UInt64(plan.batchOf[i]))
+                }
+                s.lastSequence = sequence
+                s.activeEnd = newEnd
+                return delta
             }
-            s.lastSequence = sequence
-            s.activeEnd = newEnd
-            return delta
         }
         if let live = autoCompaction.liveRawBytes { autoCompaction.liveRawBytes = live + liveDelta }
         return sequences

@@ -9,9 +9,16 @@ extension EngineState {
     /// never coincide, so the order between keys does not matter).
     mutating func publish(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) -> Int64 {
         if plan.repeatsKeys { return publishInOrder(plan, location: location) }
+        // Operations read through a buffer pointer, in place: `plan.operations[i].value` would copy the operation.
+        return plan.operations.withUnsafeBufferPointer { ops in publishRuns(plan, ops, location: location) }
+    }
+
+    /// ``publish(_:location:)`` for a group whose keys are distinct: sorted runs; `ops` are `plan.operations`.
+    private mutating func publishRuns(_ plan: CommitGroupPlan, _ ops: UnsafeBufferPointer<WriteBatch.Operation>,
+                                      location: (Int) -> RecordLocation) -> Int64 {
         var liveDelta: Int64 = 0
         for run in plan.keyspaces {
-            let hasPut = run.operations.contains { plan.operations[$0].kind == .put }
+            let hasPut = run.operations.contains { ops[$0].kind == .put }
             guard var keyspace = keyspaces.removeValue(forKey: run.name) ?? (hasPut ? KeyspaceState() : nil) else {
                 continue  // only deletes, in a keyspace that does not exist
             }
@@ -21,12 +28,12 @@ extension EngineState {
                 var putLocations: [RecordLocation] = []
                 putLocations.reserveCapacity(keys.count)
                 for (j, i) in run.operations.enumerated() {
-                    switch plan.operations[i].kind {   // read in place: a copy would retain the operation's arrays
+                    switch ops[i].kind {
                     case .put:
                         puts.append(keys[j])
                         putLocations.append(location(i))
                         liveDelta += AutoCompactionState.recordBytes(keyLength: keys[j].count,
-                                                                     valueLength: UInt32(plan.operations[i].value.count))
+                                                                     valueLength: UInt32(ops[i].value.count))
                     case .delete:
                         if let old = keyspace.primary.removeValue(forKey: keys[j]) {
                             liveDelta -= AutoCompactionState.recordBytes(keyLength: keys[j].count,
@@ -41,7 +48,10 @@ extension EngineState {
                 }
                 var entries = IndexEntryRuns()
                 for (j, i) in run.operations.enumerated() {
-                    for term in plan.operations[i].terms { entries.append(term, forKey: j) }
+                    // Terms borrowed in place: iterating the array would copy each one (its name and its bytes).
+                    ops[i].terms.withUnsafeBufferPointer { terms in
+                        for t in terms.indices { entries.append(terms[t], forKey: j) }
+                    }
                 }
                 liveDelta += Self.insertRuns(puts, putLocations, entries, into: &keyspace, keys: keys)
             }

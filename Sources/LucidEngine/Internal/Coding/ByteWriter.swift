@@ -36,7 +36,9 @@ struct ByteWriter {
 
     @inline(__always) mutating func varint(_ v: Int) { varint(UInt64(v)) }
 
-    @inline(__always) mutating func raw(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+    /// The bytes of `b`, read in place: `append(contentsOf:)` takes its argument owned, so passing the array
+    /// itself would retain and release it around each call.
+    @inline(__always) mutating func raw(_ b: [UInt8]) { b.withUnsafeBytes { bytes.append(contentsOf: $0) } }
 
     @inline(__always) mutating func raw(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
 
@@ -51,7 +53,7 @@ struct ByteWriter {
     /// A varint length followed by the bytes.
     @inline(__always) mutating func lengthPrefixed(_ b: [UInt8]) {
         varint(b.count)
-        bytes.append(contentsOf: b)
+        raw(b)
     }
 
     /// Overwrites a little-endian u32 at `offset` (for checksums written after the body).
