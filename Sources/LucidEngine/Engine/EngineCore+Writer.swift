@@ -279,15 +279,26 @@ extension EngineCore {
         return true
     }
 
-    /// After a failed write or sync in ``EngineOptions/SyncMode/always`` mode nothing after the last successful
-    /// sync was acknowledged: cut it off, so that a later open in the same boot cannot read bytes that a failed
-    /// fsync may have left only in the page cache ("fsyncgate") and build on them. Best effort, and no fsync:
-    /// the cut only has to be seen by this boot (after a power loss those bytes were never durable anyway).
+    /// After a failed write or sync, cuts the active segment back to what was acknowledged, so that a later open
+    /// in the same boot cannot read bytes that a failed fsync may have left only in the page cache ("fsyncgate")
+    /// and build on them, nor replay a commit that threw. With ``EngineOptions/SyncMode/always`` that is the end of
+    /// the last successful sync (nothing after it was acknowledged). With `.grouped` and `.none` it is the end of
+    /// the last published group: the groups before the failed one were acknowledged (not as durable) and readers
+    /// see them, and no reader reads past that end (so a mapped read never faults on the cut). Best effort, and no
+    /// fsync: the cut only has to be seen by this boot (after a power loss those bytes were never durable anyway).
     private func discardUnacknowledgedTail() {
-        guard options.syncMode == .always, writer.activeEnd > writer.durableEnd else { return }
+        let keep: UInt64
+        if options.syncMode == .always {
+            keep = writer.durableEnd
+        } else {
+            let published = currentState()
+            guard published.activeSegment == writer.active.id else { return }   // a roll failed half-way
+            keep = published.activeEnd
+        }
         do {
-            try writer.active.handle.truncate(to: writer.durableEnd)
-            writer.preallocatedEnd = writer.durableEnd
+            guard try writer.active.handle.size() > keep else { return }
+            try writer.active.handle.truncate(to: keep)
+            writer.preallocatedEnd = keep
         } catch {
             options.logger.warning("could not cut the unacknowledged tail after a failure", metadata: ["error": "\(error)"])
         }

@@ -119,6 +119,41 @@ struct FaultInjectionTests {
         }
     }
 
+    /// `.grouped` syncs when its interval has passed since the last sync (here 0 ms: every group), after writing the
+    /// group and before publishing it. When that sync fails the commit throws and was never visible: the writer cuts
+    /// the group off, so that a reopen in the same boot does not replay a commit that threw; the acknowledged
+    /// commits stay. (`.always` cuts back to its last good sync: `fsyncEIOOnce`.)
+    @Test("grouped mode: a commit whose sync failed is cut off, so a reopen does not bring it back",
+          arguments: [false, true])
+    func groupedSyncFailureCutsTheFailedGroup(dropsDirtyData: Bool) throws {
+        let batches = makeCrashWorkload(seed: 15, count: 8)
+        let models = crashModelPrefixes(batches)
+        let fs = FaultFileSystem()
+        var options = crashFaultOptions(fs)
+        options.syncMode = .grouped(milliseconds: 0)
+        var engine = try Engine.open(at: crashStorePath, options: options)
+        for batch in batches.prefix(5) { try engine.commitAndWait(crashWriteBatch(batch)) }
+        fs.failOperation([.sync], nth: 1, errno: EIO, dropsDirtyData: dropsDirtyData)
+        let error = #expect(throws: LucidError.self) { try engine.commitAndWait(crashWriteBatch(batches[5])) }
+        #expect(error?.code == .io && error?.errno == EIO, "\(String(describing: error))")
+        #expect(fs.injectedFaultCount == 1)
+        let visible = try crashReadModel(engine) == models[5]
+        #expect(visible, "readers see exactly the acknowledged commits")
+        try? engine.close()
+
+        // The same boot, no crash: the failed commit is not replayed.
+        engine = try Engine.open(at: crashStorePath, options: options)
+        #expect(engine.statistics.lastSequence == 5)
+        let reopened = try crashReadModel(engine) == models[5]
+        #expect(reopened, "the reopened store is not the acknowledged state")
+        #expect(crashIndexProblems(engine, models[5]).isEmpty)
+        #expect(try engine.verify().ok)
+        try engine.commitAndWait(crashWriteBatch(batches[5]))
+        try engine.close()
+        checkCrashRecovered(fs.crash(policy: .dropUnsynced), models: models, acknowledged: 6, attempted: 6,
+                            context: "grouped sync EIO (dropsDirtyData \(dropsDirtyData)), then a commit and a crash")
+    }
+
     /// The writer publishes a group (readers see it) and only then rolls the segment when it is full. When the roll
     /// fails (creating the next segment or writing the manifest), the commit that triggered it throws `io`, yet its
     /// data is durable, visible to readers, and survives every crash: a caller told "failed" sees it committed.
@@ -567,6 +602,7 @@ struct FaultInjectionTests {
         try engine.commitAndWait(crashWriteBatch([.put(keyspace: keyspace, key: key, value: replacement)]))
         var after = model
         after.apply([.put(keyspace: keyspace, key: key, value: replacement)])
+        #expect(try engine.get(key, in: keyspace) == replacement)
         #expect(crashIndexProblems(engine, after).isEmpty)
     }
 }
