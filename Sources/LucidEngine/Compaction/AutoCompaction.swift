@@ -7,7 +7,8 @@ import Synchronization
 /// (key + value + 8, kept up to date by the writer and computed once by a walk of the index the first time the
 /// policy is asked) times the compression ratio of the pages this process wrote; dead = the rest of the segment
 /// bytes. After a compaction the policy waits for another segment's worth of sealed bytes before it looks again,
-/// so a poor estimate cannot make it compact in a loop.
+/// so a poor estimate cannot make it compact in a loop; after a failed one, until the sealed bytes have doubled,
+/// so that damage that stays (a compaction reads its inputs whole) is not read again at every roll.
 final class AutoCompactionState: @unchecked Sendable {
     let running = Atomic<Bool>(false)
     // Touched only on the writer thread:
@@ -15,12 +16,17 @@ final class AutoCompactionState: @unchecked Sendable {
     var rawWritten: UInt64 = 0
     var storedWritten: UInt64 = 0
     private let sealedAfterLastRun = Mutex<UInt64>(0)
-    /// Automatic compactions that failed since open, and the error of the last one (``EngineStatistics``).
-    private let failures = Mutex<(count: UInt64, last: LucidError?)>((0, nil))
+    /// Automatic compactions that failed since open, the error of the last one (``EngineStatistics``), and the
+    /// sealed bytes below which the policy does not try again.
+    private let failures = Mutex<(count: UInt64, last: LucidError?, retryFrom: UInt64)>((0, nil, 0))
 
-    func noteFailure(_ error: LucidError) { failures.withLock { $0 = ($0.count + 1, error) } }
-    var failureCount: UInt64 { failures.withLock { $0.count } }
-    var lastFailure: LucidError? { failures.withLock { $0.last } }
+    /// Counts a failed run that started with `sealedBytes` sealed, and holds the next one off until they double.
+    func noteFailure(_ error: LucidError, sealedBytes: UInt64) {
+        failures.withLock { $0 = ($0.count + 1, error, sealedBytes.multipliedReportingOverflow(by: 2).partialValue) }
+    }
+    /// The count of failed runs and the last one's error, read together.
+    var failureRecord: (count: UInt64, last: LucidError?) { failures.withLock { ($0.count, $0.last) } }
+    var retryFromSealedBytes: UInt64 { failures.withLock { $0.retryFrom } }
 
     func noteCompaction(sealedBytes: UInt64) { sealedAfterLastRun.withLock { $0 = sealedBytes } }
     var sealedBytesAfterLastRun: UInt64 { sealedAfterLastRun.withLock { $0 } }
@@ -40,7 +46,8 @@ extension EngineCore {
         let s = currentState()
         let sealed = sealedBytes(s)
         guard sealed >= policy.minimumSealedBytes,
-              sealed >= auto.sealedBytesAfterLastRun + options.segmentSize else { return }
+              sealed >= auto.sealedBytesAfterLastRun + options.segmentSize,
+              sealed >= auto.retryFromSealedBytes else { return }
         if auto.liveRawBytes == nil {
             var live: Int64 = 0
             for keyspace in s.keyspaces.values {
@@ -63,10 +70,13 @@ extension EngineCore {
             defer { autoCompaction.running.store(false, ordering: .releasing) }
             do {
                 _ = try compact(CompactionOptions())
+            } catch let error as LucidError where error.code == .closed {
+                // Stopped by close(): nothing failed.
             } catch {
                 // Nothing is lost (the inputs stay, the manifest is unchanged), but the application must be able to
                 // see it: damage found in a sealed segment is reported nowhere else until `verify()`.
-                autoCompaction.noteFailure(error as? LucidError ?? LucidError(code: .io, message: "\(error)"))
+                autoCompaction.noteFailure(error as? LucidError ?? LucidError(code: .io, message: "\(error)"),
+                                           sealedBytes: sealed)
                 options.logger.warning("automatic compaction failed", metadata: ["error": "\(error)"])
             }
         }

@@ -215,6 +215,7 @@ public final class Engine: Sendable {
     public var statistics: EngineStatistics {
         let s = core.currentState()
         let total = s.segments.keys.reduce(UInt64(0)) { $0 + s.visibleLength(of: $1) }
+        let compactionFailures = core.autoCompaction.failureRecord
         return EngineStatistics(
             lastSequence: s.lastSequence, segments: s.segments.count, totalBytes: total, liveKeys: s.liveKeys,
             cacheHits: core.cache.hits, cacheMisses: core.cache.misses,
@@ -222,7 +223,7 @@ public final class Engine: Sendable {
             groupsWritten: core.groupsWritten.load(ordering: .relaxed),
             syncs: core.syncCount.load(ordering: .relaxed),
             batchesCommitted: core.batchesCommitted.load(ordering: .relaxed),
-            automaticCompactionFailures: core.autoCompaction.failureCount,
-            lastAutomaticCompactionError: core.autoCompaction.lastFailure)
+            automaticCompactionFailures: compactionFailures.count,
+            lastAutomaticCompactionError: compactionFailures.last)
     }
 }

@@ -120,10 +120,11 @@ public struct EngineStatistics: Sendable, Hashable {
     public var syncs: UInt64
     /// Non-empty batches committed since open.
     public var batchesCommitted: UInt64
-    /// Automatic compactions (``EngineOptions/autoCompaction``) that failed since open. A failed compaction loses
-    /// nothing (its inputs stay and the manifest is unchanged) and is tried again after a later segment roll.
+    /// Automatic compactions (``EngineOptions/autoCompaction``) that failed since open (one stopped by `close()`
+    /// does not count). A failed compaction loses nothing (its inputs stay and the manifest is unchanged); the
+    /// policy tries again once the sealed bytes have doubled.
     public var automaticCompactionFailures: UInt64 = 0
     /// The error of the last automatic compaction that failed, if any: `corruption` names the damaged file and
     /// offset, found while the compaction read a sealed segment that a reopen from the checkpoint did not read.
-    public var lastAutomaticCompactionError: LucidError? = nil
+    public var lastAutomaticCompactionError: LucidError?
 }
