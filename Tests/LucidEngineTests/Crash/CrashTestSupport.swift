@@ -114,6 +114,8 @@ func crashIndexProblems(_ engine: Engine, _ state: CrashModel, keyspaces: [Strin
     var problems: [String] = []
     let snapshot = engine.snapshot()
     for keyspace in keyspaces ?? Set(engine.keyspaces()).union(state.keyspaces.keys).sorted() {
+        let names = snapshot.indexNames(in: keyspace)
+        if !Set(names).isSubset(of: ["size", "tag"]) { problems.append("keyspace \(keyspace) has indexes \(names)") }
         for index in ["size", "tag"] {
             var expected: [CrashIndexPair] = []
             for (key, value) in state.keyspaces[keyspace] ?? [:] {
@@ -343,7 +345,8 @@ func checkCrashRecovered(_ fs: FaultFileSystem, models: [CrashModel], acknowledg
         let report = engine.recoveryReport
         let state = try crashReadModel(engine)
         guard report.droppedBytes == 0, report.removedFiles.isEmpty,
-              Int(engine.statistics.lastSequence) == first.sequence, state == first.model else {
+              Int(engine.statistics.lastSequence) == first.sequence, state == first.model,
+              crashIndexProblems(engine, state).isEmpty else {
             crashFail("\(context): the second open changed something: dropped \(report.droppedBytes) bytes, "
                          + "removed \(report.removedFiles), sequence \(engine.statistics.lastSequence) "
                          + "(first open: \(first.sequence))", sourceLocation: sourceLocation)

@@ -3,13 +3,14 @@ import Testing
 
 /// A page's payload is stored compressed only when LZ4 saves at least 1/8 of it (docs/FORMAT.md, "Pages"), and
 /// stored as it is otherwise; readers take either. Checked across the boundary: one record whose value is `n`
-/// random bytes followed by zeros, for every `n` from wholly compressible to incompressible.
+/// random bytes followed by zeros, for every `n` from wholly compressible to incompressible. The raw payload is
+/// 3,016 bytes, a multiple of 8, so that LZ4 output of exactly 7/8 of it (2,639 bytes) can occur: the edge case.
 @Suite("Page compression threshold")
 struct CompressionThresholdTests {
     @Test("a page is stored compressed exactly when LZ4 saves at least 1/8 of its payload")
     func threshold() throws {
         var random = EngineTest.SplitMix64(seed: 8)
-        let noise = (0..<3_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        let noise = (0..<3_005).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         var compressedPages = 0, rawPages = 0
         var closest = Int.max   // the smallest |8 × compressed − 7 × raw| met: how near the boundary the sizes came
         for n in 0...noise.count {
@@ -31,11 +32,19 @@ struct CompressionThresholdTests {
             #expect(header.isCompressed == expected, "n = \(n): raw \(raw.count) B, LZ4 \(compressedSize) B")
             #expect(Int(header.storedLength) == (expected ? compressedSize : raw.count), "n = \(n)")
             #expect(Int(header.rawLength) == raw.count)
+            // Either way the page reads back to its raw payload.
+            let decoded = try builder.output.withUnsafeBytes { bytes in
+                try PageCodec.verifyAndDecode(
+                    header: header, headerBytes: UnsafeRawBufferPointer(rebasing: bytes[0..<Format.pageHeaderLength]),
+                    stored: UnsafeRawBufferPointer(rebasing: bytes[Format.pageHeaderLength...]), file: "test",
+                    offset: 0, dictionary: { throw LucidError(code: .corruption, message: "no dictionary") })
+            }
+            #expect(decoded == raw, "n = \(n): the page does not read back")
             if expected { compressedPages += 1 } else { rawPages += 1 }
             closest = min(closest, abs(8 * compressedSize - 7 * raw.count))
         }
         #expect(compressedPages > 100 && rawPages > 100, "\(compressedPages) compressed, \(rawPages) raw")
-        #expect(closest <= 8, "the sizes never came within a byte of the boundary (closest \(closest))")
+        #expect(closest == 0, "no page compressed to exactly 7/8 of its payload (closest \(closest))")
     }
 
     @Test("the threshold in integers: at least 1/8 saved, exactly")

@@ -49,9 +49,10 @@ struct RemoteDataSourceTests {
         }
     }
 
-    /// Bug 1.15.10 of the original: a chain of errors (`composite`) never allowed the local fallback. Here a chain
-    /// falls back exactly when its latest error would alone; an error that is not a connection failure never does.
-    @Test("a chain of store errors falls back to local stores when its latest error would alone")
+    /// Bug 1.15.10 of the original: a chain of errors (`composite`) never allowed the local fallback. Here the
+    /// predicate the remote reads consult (`shouldFallBackToLocal`) holds for a chain exactly when it holds for the
+    /// chain's latest error; an error that is not a connection failure never allows it.
+    @Test("a chain of store errors allows the local fallback exactly when its latest error does")
     func compositeFallback() {
         let unreachable = StoreError.api(.networkUnreachable("connection refused"))
         let closed = StoreError.closed
@@ -59,8 +60,8 @@ struct RemoteDataSourceTests {
         #expect(StoreError.api(.timeout).shouldFallBackToLocal)
         #expect(StoreError.emptyResponse.shouldFallBackToLocal)
         #expect(StoreError.composite(current: unreachable, previous: closed).shouldFallBackToLocal)
-        #expect(StoreError.composite(current: .emptyResponse,
-                                     previous: .composite(current: closed, previous: unreachable)).shouldFallBackToLocal)
+        let older = StoreError.composite(current: closed, previous: unreachable)
+        #expect(StoreError.composite(current: .emptyResponse, previous: older).shouldFallBackToLocal)
         #expect(!StoreError.composite(current: closed, previous: unreachable).shouldFallBackToLocal)
         #expect(!StoreError.api(.httpStatus(code: 500, body: [])).shouldFallBackToLocal)
         #expect(!closed.shouldFallBackToLocal)
