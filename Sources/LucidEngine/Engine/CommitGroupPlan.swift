@@ -43,21 +43,25 @@ struct CommitGroupPlan {
         replaced = Array(repeating: [], count: operations.count)
 
         var indexed: [Bool] = []   // by keyspace: whether the group writes terms in it
+        var keyspaces: [Keyspace] = []
         var last = -1
-        // Fields read in place (`operations[i].key`): a copy of the operation would retain and release its arrays.
-        for i in operations.indices {
-            if last < 0 || keyspaces[last].name != operations[i].keyspace {
-                if let known = keyspaces.firstIndex(where: { $0.name == operations[i].keyspace }) {
-                    last = known
-                } else {
-                    keyspaces.append(Keyspace(name: operations[i].keyspace, operations: [], keys: PackedKeys()))
-                    indexed.append(false)
-                    last = keyspaces.count - 1
+        // Operations read through a buffer pointer, their fields in place: iterating the array would copy each
+        // operation, retaining and releasing its arrays.
+        operations.withUnsafeBufferPointer { ops in
+            for i in ops.indices {
+                if last < 0 || keyspaces[last].name != ops[i].keyspace {
+                    if let known = keyspaces.firstIndex(where: { $0.name == ops[i].keyspace }) {
+                        last = known
+                    } else {
+                        keyspaces.append(Keyspace(name: ops[i].keyspace, operations: [], keys: PackedKeys()))
+                        indexed.append(false)
+                        last = keyspaces.count - 1
+                    }
                 }
+                keyspaces[last].operations.append(i)
+                ops[i].key.withUnsafeBytes { keyspaces[last].keys.append($0) }
+                if !ops[i].terms.isEmpty { indexed[last] = true }
             }
-            keyspaces[last].operations.append(i)
-            operations[i].key.withUnsafeBytes { keyspaces[last].keys.append($0) }
-            if !operations[i].terms.isEmpty { indexed[last] = true }
         }
         for k in keyspaces.indices {
             if keyspaces[k].operations.count > 1 {   // one operation (a single-record commit) is sorted already
@@ -98,6 +102,7 @@ struct CommitGroupPlan {
                 }
             }
         }
+        self.keyspaces = keyspaces
     }
 
     private static func hasRepeats(_ keys: PackedKeys) -> Bool {

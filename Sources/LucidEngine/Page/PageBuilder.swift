@@ -161,7 +161,7 @@ struct PageBuilder {
     }
 
     /// Whether a payload of `raw` bytes is stored as its `compressed` LZ4 form: when that saves at least 1/8 of it
-    /// (docs/FORMAT.md), exactly, in integers: `raw - compressed >= raw / 8`.
+    /// (docs/FORMAT.md), exactly: `raw - compressed >= raw / 8` in rationals, that is `8 × compressed <= 7 × raw`.
     @inline(__always)
     static func savesEnough(compressed: Int, raw: Int) -> Bool {
         compressed * Format.compressionMinimumSavingDivisor
