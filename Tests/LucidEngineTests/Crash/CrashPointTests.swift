@@ -114,19 +114,21 @@ struct CrashPointTests {
               + "the one in flight \(recoveredAt[1] ?? 0)x")
     }
 
+    /// Unsynced data survives or tears in units of 512-byte sectors, and, once, of 4 KiB pages (a file system's
+    /// block: a torn write then cuts a whole page header, checksum lines and payload at once).
     @Test("a crash at any operation of creating a store and its first commit gives an empty or the committed store",
-          arguments: [EngineOptions.PageCompression.lz4, .lz4Records])
-    func crashDuringCreate(compression: EngineOptions.PageCompression) throws {
-        try CrashCompression.$current.withValue(compression) { try crashDuringCreate() }
+          arguments: [(EngineOptions.PageCompression.lz4, 512), (.lz4Records, 512), (.lz4, 4096)])
+    func crashDuringCreate(compression: EngineOptions.PageCompression, sectorSize: Int) throws {
+        try CrashCompression.$current.withValue(compression) { try crashDuringCreate(sectorSize: sectorSize) }
     }
 
-    func crashDuringCreate() throws {
+    func crashDuringCreate(sectorSize: Int) throws {
         let start = ContinuousClock.now
         let batches = [[CrashOp.put(keyspace: "alpha", key: Array("first".utf8), value: Array("value".utf8)),
                         CrashOp.put(keyspace: "beta", key: Array("second".utf8),
                                     value: crashChildValue(length: 20_000, seed: 3))]]
         let models = crashModelPrefixes(batches)
-        let reference = FaultFileSystem()
+        let reference = FaultFileSystem(sectorSize: sectorSize)
         let full = runCrashWorkload(on: reference, batches: batches)
         try #require(full.acknowledged == 1)
         let totalOperations = reference.totalOperationCount
@@ -135,12 +137,12 @@ struct CrashPointTests {
         var outcomes = (empty: 0, committed: 0)
         var failures = 0
         for n in 1...(totalOperations + 1) {
-            let (fs, outcome) = Self.stoppedRun(at: n, batches: batches)
+            let (fs, outcome) = Self.stoppedRun(at: n, batches: batches, from: FaultFileSystem(sectorSize: sectorSize))
             Self.checkTyped(outcome, context: "create: stop at op \(n)")
             for (policy, seed) in variants {
                 cases += 1
-                let context = "create: stop at op \(n)/\(totalOperations), crash \(policy) seed \(seed) "
-                    + "(acknowledged \(outcome.acknowledged), attempted \(outcome.attempted))"
+                let context = "create (\(sectorSize)-byte sectors): stop at op \(n)/\(totalOperations), crash \(policy) "
+                    + "seed \(seed) (acknowledged \(outcome.acknowledged), attempted \(outcome.attempted))"
                 let crashed = fs.crash(policy: policy, seed: seed)
                 switch checkCrashRecovered(crashed, models: models, acknowledged: outcome.acknowledged,
                                            attempted: outcome.attempted, context: context) {
@@ -151,7 +153,8 @@ struct CrashPointTests {
             }
             if failures >= Self.maxFailures { break }
         }
-        print("create crash: \(cases) cases (\(totalOperations) operations × \(variants.count) crash variants) in "
+        print("create crash, \(sectorSize)-byte sectors: \(cases) cases (\(totalOperations) operations × "
+              + "\(variants.count) crash variants) in "
               + "\(crashElapsedMilliseconds(since: start)) ms; empty store \(outcomes.empty)x, "
               + "committed \(outcomes.committed)x")
     }
