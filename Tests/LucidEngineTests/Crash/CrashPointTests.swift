@@ -141,8 +141,9 @@ struct CrashPointTests {
             Self.checkTyped(outcome, context: "create: stop at op \(n)")
             for (policy, seed) in variants {
                 cases += 1
-                let context = "create (\(sectorSize)-byte sectors): stop at op \(n)/\(totalOperations), crash \(policy) "
-                    + "seed \(seed) (acknowledged \(outcome.acknowledged), attempted \(outcome.attempted))"
+                let context = "create (\(sectorSize)-byte sectors): stop at op \(n)/\(totalOperations), "
+                    + "crash \(policy) seed \(seed) "
+                    + "(acknowledged \(outcome.acknowledged), attempted \(outcome.attempted))"
                 let crashed = fs.crash(policy: policy, seed: seed)
                 switch checkCrashRecovered(crashed, models: models, acknowledged: outcome.acknowledged,
                                            attempted: outcome.attempted, context: context) {
