@@ -129,10 +129,9 @@ extension EngineCore {
         var sequence = writer.lastSequence
         for pending in batches {
             sequence += 1
-            // Borrowed in place: iterating the array would copy each operation, retaining and releasing its arrays.
-            pending.batch.operations.withUnsafeBufferPointer { ops in
-                for i in ops.indices { builder.append(ops[i], sequence: sequence) }
-            }
+            // Each operation is copied to be passed to `append` (its arrays retained and released once), however
+            // the loop reads it: through the array's iterator, an index or a buffer pointer alike (disassembled).
+            for op in pending.batch.operations { builder.append(op, sequence: sequence) }
         }
         builder.finish()
 
