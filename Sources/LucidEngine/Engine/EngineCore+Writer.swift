@@ -159,8 +159,7 @@ extension EngineCore {
         segment.setReadableEnd(newEnd)
         autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
         autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
-        // Operations read through a buffer pointer: fields are then read in place, where `plan.operations[i].value`
-        // copies the operation (retaining and releasing each of its arrays).
+        // Operations read through a buffer pointer, as `publish` reads them: only the fields each record needs.
         let liveDelta = plan.operations.withUnsafeBufferPointer { ops in
             state.write { s in
                 let firstSequence = s.lastSequence + 1
