@@ -344,12 +344,13 @@ func checkCrashRecovered(_ fs: FaultFileSystem, models: [CrashModel], acknowledg
         defer { try? engine.close() }
         let report = engine.recoveryReport
         let state = try crashReadModel(engine)
+        let indexProblems = crashIndexProblems(engine, state)
         guard report.droppedBytes == 0, report.removedFiles.isEmpty,
-              Int(engine.statistics.lastSequence) == first.sequence, state == first.model,
-              crashIndexProblems(engine, state).isEmpty else {
+              Int(engine.statistics.lastSequence) == first.sequence, state == first.model, indexProblems.isEmpty else {
             crashFail("\(context): the second open changed something: dropped \(report.droppedBytes) bytes, "
                          + "removed \(report.removedFiles), sequence \(engine.statistics.lastSequence) "
-                         + "(first open: \(first.sequence))", sourceLocation: sourceLocation)
+                         + "(first open: \(first.sequence)), index problems \(indexProblems)",
+                      sourceLocation: sourceLocation)
             return nil
         }
     } catch {
