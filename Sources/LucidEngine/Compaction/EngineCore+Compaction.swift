@@ -224,12 +224,17 @@ extension EngineCore {
             next.segments[entry.id] = file
             next.sealedLengths[entry.id] = entry.sealedLength
         }
+        var retired: [(file: SegmentFile, bytes: UInt64)] = []
         for entry in inputs {
+            if let file = next.segments[entry.id] { retired.append((file, entry.sealedLength)) }
             next.segments[entry.id] = nil
             next.sealedLengths[entry.id] = nil
         }
         next.manifest = manifest
         state.write { $0 = next }
+        // Snapshots taken before now may go on holding the inputs (see `PinnedSegments`).
+        pinned.retire(retired, at: .now)
+        retired.removeAll()
 
         // The inputs go now; snapshots that still hold them keep their open descriptors until released.
         do {

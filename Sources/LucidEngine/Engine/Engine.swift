@@ -211,11 +211,16 @@ public final class Engine: Sendable {
     /// ``LucidError/Code/closed``. Idempotent.
     public func close() throws { try core.close() }
 
-    /// Counters: sequence, segments, cache hits, commit groups, syncs and failed automatic compactions. O(segments).
+    /// Counters: sequence, segments, cache hits, commit groups, syncs, failed automatic compactions, and the segments
+    /// that snapshots pin (logging the warnings of those pinned past ``EngineOptions/pinnedSegmentWarningAge``).
+    /// O(segments + pinned segments).
     public var statistics: EngineStatistics {
         let s = core.currentState()
         let total = s.segments.keys.reduce(UInt64(0)) { $0 + s.visibleLength(of: $1) }
         let compactionFailures = core.autoCompaction.failureRecord
+        let now = ContinuousClock.now
+        core.warnAboutPinnedSegments(now: now)
+        let pinned = core.pinned.summary(now: now)
         return EngineStatistics(
             lastSequence: s.lastSequence, segments: s.segments.count, totalBytes: total, liveKeys: s.liveKeys,
             cacheHits: core.cache.hits, cacheMisses: core.cache.misses,
@@ -224,6 +229,7 @@ public final class Engine: Sendable {
             syncs: core.syncCount.load(ordering: .relaxed),
             batchesCommitted: core.batchesCommitted.load(ordering: .relaxed),
             automaticCompactionFailures: compactionFailures.count,
-            lastAutomaticCompactionError: compactionFailures.last)
+            lastAutomaticCompactionError: compactionFailures.last,
+            pinnedSegments: pinned.count, pinnedSegmentBytes: pinned.bytes, oldestPinnedSegmentAge: pinned.oldestAge)
     }
 }

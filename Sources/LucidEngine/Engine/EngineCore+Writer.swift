@@ -54,6 +54,7 @@ extension EngineCore {
 
     /// Writes one group and acknowledges each of its commits (or fails them all).
     private func write(_ group: [PendingCommit]) {
+        if pinned.hasUnwarned { warnAboutPinnedSegments(now: .now) }
         if let failed = failure.withLock({ $0 }) {
             let error = Self.failedStateError(failed)
             for pending in group { pending.completion(.failure(error)) }

@@ -31,6 +31,8 @@ final class EngineCore: Sendable {
     /// Held by a running compaction (one at a time).
     let compactionLock = Mutex<Void>(())
     let autoCompaction = AutoCompactionState()
+    /// Segments compaction removed that snapshots still hold (``EngineStatistics/pinnedSegments``).
+    let pinned = PinnedSegments()
 
     init(path: String, options: EngineOptions, lock: any FileLock, state: EngineState, writer: WriterState,
          report: RecoveryReport, cache: PageCache) {

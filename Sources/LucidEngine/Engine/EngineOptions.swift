@@ -149,6 +149,11 @@ public struct EngineOptions: Sendable {
     /// (fast reopen). Read-only tools set it to false, together with ``RecoveryMode/strict``, so that opening and
     /// closing a store never changes its files (the `LOCK` file aside).
     public var checkpointOnClose: Bool = true
+    /// How long a segment that compaction removed may stay held by snapshots before the engine logs a warning
+    /// (once per segment, at the next commit group or ``Engine/statistics`` read after that age). Default 60 s;
+    /// must be positive. A snapshot holds every segment it can read: its files stay open, and their disk space
+    /// taken, until it is released (``EngineStatistics/pinnedSegments``).
+    public var pinnedSegmentWarningAge: Duration = .seconds(60)
     /// Where recovery and failure messages go.
     public var logger: Logger = Logger(label: "lucid.engine")
 
@@ -172,6 +177,9 @@ public struct EngineOptions: Sendable {
         }
         guard 0...12 ~= compactionCompressionLevel else {
             throw LucidError.invalidArgument("compactionCompressionLevel must be between 0 and 12, not \(compactionCompressionLevel)")
+        }
+        guard pinnedSegmentWarningAge > .zero else {
+            throw LucidError.invalidArgument("pinnedSegmentWarningAge must be positive, not \(pinnedSegmentWarningAge)")
         }
         if case .grouped(let ms) = syncMode, ms < 0 {
             throw LucidError.invalidArgument("grouped sync interval must not be negative")

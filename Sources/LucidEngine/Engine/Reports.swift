@@ -127,4 +127,13 @@ public struct EngineStatistics: Sendable, Hashable {
     /// The error of the last automatic compaction that failed, if any: `corruption` names the damaged file and
     /// offset, found while the compaction read a sealed segment that a reopen from the checkpoint did not read.
     public var lastAutomaticCompactionError: LucidError?
+    /// Segments that compaction removed from the store and that snapshots taken before it still hold: their files
+    /// are unlinked but stay open, so the file system gives their space back only when the last such snapshot is
+    /// released. Not counted in ``segments`` or ``totalBytes``.
+    public var pinnedSegments: Int = 0
+    /// Bytes of the ``pinnedSegments``.
+    public var pinnedSegmentBytes: UInt64 = 0
+    /// How long ago compaction removed the oldest segment still pinned; nil when none is. Past
+    /// ``EngineOptions/pinnedSegmentWarningAge`` the engine logs a warning naming the segment.
+    public var oldestPinnedSegmentAge: Duration?
 }
