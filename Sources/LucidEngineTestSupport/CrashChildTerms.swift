@@ -1,6 +1,6 @@
 import LucidEngine
 
-/// The index terms the kill -9 child's compaction mode stores with a value, a pure function of the value bytes
+/// The index terms the kill -9 child stores with a value, a pure function of the value bytes
 /// (so the test rebuilds them from the values it expects): none for one value in five (and for the empty value),
 /// otherwise one `size` term (`.int(count / 256)`) and one to three `tag` terms (`.string("t0")` … `"t6"`,
 /// repeats possible). Overwriting a key therefore changes, adds or drops its terms.

@@ -13,13 +13,13 @@
 //     ACK <sequence>              the batch of the last BEGIN line was acknowledged with this sequence
 //
 // An op is `P.<keyspace>.<key hex>.<value length>.<value seed>` (a put) or `D.<keyspace>.<key hex>` (a delete).
-// The value bytes are `crashChildValue(length:seed:)` from LucidEngineTestSupport, which the test uses too.
+// The value bytes are `crashChildValue(length:seed:)` from LucidEngineTestSupport, which the test uses too, and
+// every put carries the index terms `crashChildTerms(for:)` of its value (the test rebuilds them the same way).
 //
 // With `compact`, compaction runs all the time: 1 MiB segments, the automatic policy at a low threshold, and a
 // second thread that seals the active segment and compacts every sealed segment or a random adjacent run of them,
-// a few milliseconds apart (for one seed in three it only seals, and the policy does the compacting). Puts carry
-// the index terms `crashChildTerms(for:)` of their value, over fewer keys (so that most of the log is dead and
-// deletions hide values in older segments). That thread reports too:
+// a few milliseconds apart (for one seed in three it only seals, and the policy does the compacting), over fewer
+// keys (so that most of the log is dead and deletions hide values in older segments). That thread reports too:
 //
 //     SEAL                        the active segment was sealed
 //     COMPACT <inputs> <outputs> <tombstones kept> <1 when the inputs started the log, else 0>
@@ -107,7 +107,7 @@ for _ in 0..<1_000_000 {
                 : 16 * 1024 + 1 + rng.below(24 * 1024)   // larger than a page (4 KiB by default, 16 KiB often)
             let valueSeed = rng.next()
             let value = crashChildValue(length: length, seed: valueSeed)
-            batch.put(value, forKey: key, in: keyspace, indexTerms: compacting ? crashChildTerms(for: value) : [])
+            batch.put(value, forKey: key, in: keyspace, indexTerms: crashChildTerms(for: value))
             ops.append("P.\(keyspace).\(hex(key)).\(length).\(valueSeed)")
         }
     }

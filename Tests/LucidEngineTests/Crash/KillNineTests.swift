@@ -44,8 +44,10 @@ struct KillNineTests {
             let delay = rng.below(6) == 0 ? 5 + rng.below(46) : 50 + rng.below(351)
             let context = "round \(round) (child seed \(seed), kill after \(delay) ms, base seed \(baseSeed))"
             let run = try Self.runChild(child, directory: directory, seed: seed, killAfterMilliseconds: delay)
+            // The indexes too: every put carries its value's terms (`crashChildTerms(for:)`).
             let failures = try Self.checkRound(run, directory: directory, model: &model, sequence: &sequence,
-                                               stats: &stats, context: context)
+                                               stats: &stats, context: context,
+                                               extraChecks: { engine, state in crashIndexProblems(engine, state) })
             if !failures.isEmpty {
                 crashFail("\(context):\n" + failures.joined(separator: "\n") + "\nchild stderr: \(run.stderr)")
                 return
@@ -89,7 +91,8 @@ struct KillNineTests {
             var model = CrashModel()
             var sequence: UInt64 = 0
             let failures = try Self.checkRound(run, directory: directory, model: &model, sequence: &sequence,
-                                               stats: &stats, context: context)
+                                               stats: &stats, context: context,
+                                               extraChecks: { engine, state in crashIndexProblems(engine, state) })
             if !failures.isEmpty {
                 crashFail("\(context):\n" + failures.joined(separator: "\n") + "\nchild stderr: \(run.stderr)")
                 return
