@@ -56,7 +56,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LucidEngineTests",
-            dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child"],
+            dependencies: ["LucidEngine", "LucidEngineTestSupport", "lucid-crash-child", "lucidctl"],
             swiftSettings: internalChecks
         ),
         // Child process for the request queue's kill -9 test.
