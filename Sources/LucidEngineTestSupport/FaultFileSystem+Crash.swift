@@ -41,7 +41,8 @@ extension FaultFileSystem {
         new.nextNodeID = old.nextNodeID
         new.directories = [:]
         var canonicalPath: [Int: String] = [:]
-        for (path, directory) in old.directories {
+        let surviving = Self.survivingDirectories(old, policy: policy, seed: seed)
+        for (path, directory) in old.directories where surviving.contains(path) {
             var random = FaultFSRandom(seed: seed, salt: "directory:" + path)
             var entries: [String: Int]
             switch policy {
@@ -56,8 +57,10 @@ extension FaultFileSystem {
                     for change in group { entries[change.name] = change.node }
                 }
             }
+            let subdirectories = directory.subdirectories.filter { surviving.contains(FaultFSPath.join(path, $0)) }
             new.directories[path] = FaultFSDirectory(current: entries, durable: entries, pending: [],
-                                                     subdirectories: directory.subdirectories)
+                                                     subdirectories: subdirectories,
+                                                     durableSubdirectories: subdirectories)
             for (name, node) in entries {
                 let full = FaultFSPath.join(path, name)
                 if canonicalPath[node].map({ full < $0 }) ?? true { canonicalPath[node] = full }
@@ -152,6 +155,37 @@ extension FaultFileSystem {
 }
 
 extension FaultFileSystem {
+    /// The directories a crash under `policy` leaves: those whose entry, and every parent's, is durable; under
+    /// ``CrashPolicy/keepAll`` every one; under the random policies also each other one at random (seeded by its
+    /// path), when its parent survives.
+    static func survivingDirectories(_ state: FaultFSState, policy: CrashPolicy, seed: UInt64) -> Set<String> {
+        var surviving: [String: Bool] = [:]
+        func survives(_ path: String) -> Bool {
+            if let known = surviving[path] { return known }
+            let result: Bool
+            if let parts = FaultFSPath.split(path) {
+                let entryKept: Bool
+                if state.directories[parts.parent]?.durableSubdirectories.contains(parts.name) == true {
+                    entryKept = true
+                } else {
+                    switch policy {
+                    case .dropUnsynced: entryKept = false
+                    case .keepAll: entryKept = true
+                    case .randomSubset, .tornWrites:
+                        var random = FaultFSRandom(seed: seed, salt: "mkdir:" + path)
+                        entryKept = random.next(upTo: 2) == 1
+                    }
+                }
+                result = entryKept && survives(parts.parent)
+            } else {
+                result = true   // "/" and "."
+            }
+            surviving[path] = result
+            return result
+        }
+        return Set(state.directories.keys.filter(survives))
+    }
+
     /// Writes the current bytes of every file directly inside `directory` (subdirectories are skipped) to
     /// files of the same names in the real directory `realDirectory`, which is created when missing. Existing
     /// real files are overwritten; others are left alone. Nothing is synced on the real disk.
@@ -197,7 +231,7 @@ extension FaultFileSystem {
         let directory = FaultFSPath.normalize(directory)
         let imported = files
         try state.withLock { s in
-            try s.createDirectory(directory)
+            try s.createDirectory(directory, durable: true)
             for file in imported {
                 s.installDurableFile(FaultFSPath.join(directory, file.name), bytes: file.bytes)
             }

@@ -85,6 +85,9 @@ struct FaultFSDirectory: Sendable {
     var durable: [String: Int] = [:]
     var pending: [[FaultFSEntryChange]] = []
     var subdirectories: Set<String> = []
+    /// The subdirectories whose entries are durable here: made by ``FaultFSState/createDirectory(_:durable:)``
+    /// with `durable`, or present at the last ``FaultFSState/syncDirectory(_:)`` of this directory.
+    var durableSubdirectories: Set<String> = []
 
     mutating func apply(_ changes: [FaultFSEntryChange]) {
         for change in changes { current[change.name] = change.node }
@@ -136,13 +139,26 @@ struct FaultFSState: Sendable {
         return id
     }
 
-    mutating func createDirectory(_ path: String) throws {
-        if directories[path] != nil { return }
-        guard let parts = FaultFSPath.split(path) else { return }
-        if directories[parts.parent] == nil { try createDirectory(parts.parent) }
+    /// Creates `path` and its missing parents; returns the directories created, outermost first. With `durable`,
+    /// their entries are durable at once; otherwise each is durable only after its parent is synced.
+    @discardableResult
+    mutating func createDirectory(_ path: String, durable: Bool) throws -> [String] {
+        if directories[path] != nil { return [] }
+        guard let parts = FaultFSPath.split(path) else { return [] }
+        var created: [String] = []
+        if directories[parts.parent] == nil { created = try createDirectory(parts.parent, durable: durable) }
         if directories[parts.parent]?.current[parts.name] != nil { throw FaultFSErrors.io("mkdir", path, EEXIST) }
         directories[path] = FaultFSDirectory()
         directories[parts.parent]?.subdirectories.insert(parts.name)
+        if durable { directories[parts.parent]?.durableSubdirectories.insert(parts.name) }
+        return created + [path]
+    }
+
+    /// Whether `path` and every directory above it are durable entries of their parents.
+    func isDurableDirectory(_ path: String) -> Bool {
+        guard let parts = FaultFSPath.split(path) else { return true }   // "/" and "."
+        guard directories[parts.parent]?.durableSubdirectories.contains(parts.name) == true else { return false }
+        return isDurableDirectory(parts.parent)
     }
 
     /// Resolves `path` to an existing file or creates it (a pending entry); returns the node.
@@ -205,6 +221,7 @@ struct FaultFSState: Sendable {
         let candidates = Array(directory.durable.values) + directory.pending.flatMap { $0.compactMap(\.node) }
         directory.durable = directory.current
         directory.pending = []
+        directory.durableSubdirectories = directory.subdirectories
         directories[path] = directory
         collectGarbage(candidates)
     }
@@ -212,7 +229,7 @@ struct FaultFSState: Sendable {
     /// Creates or overwrites a file whose name and bytes are both durable (parents created as needed).
     mutating func installDurableFile(_ path: String, bytes: [UInt8]) {
         guard let parts = FaultFSPath.split(path) else { return }
-        if directories[parts.parent] == nil { try? createDirectory(parts.parent) }
+        if directories[parts.parent] == nil { _ = try? createDirectory(parts.parent, durable: true) }
         guard var directory = directories[parts.parent], !directory.subdirectories.contains(parts.name) else { return }
         let node: Int
         if let existing = directory.current[parts.name] {

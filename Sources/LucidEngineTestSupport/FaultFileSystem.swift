@@ -18,8 +18,11 @@ import Darwin
 /// - Directory entries (a file created, renamed or removed) are durable only after
 ///   ``syncDirectory(at:)`` on the directory that holds them; each directory keeps its durable entries, its
 ///   current entries and the ordered list of changes in between.
-/// - Directories themselves are durable as soon as ``createDirectory(at:)`` returns (``PosixFileSystem`` syncs
-///   the parent after `mkdir`). There is no way to remove a directory except by crashing.
+/// - A directory's own entry in its parent is durable once the parent is synced: ``createDirectory(at:)`` syncs the
+///   parent of each directory it makes (as ``PosixFileSystem`` does after `mkdir`), but a fault on that sync, or
+///   a directory that already existed, leaves it to whoever syncs the parent later. A crash drops every directory
+///   whose entry, or whose parent's, is not durable, with everything in it. There is no way to remove a directory
+///   except by crashing.
 /// - ``crash(policy:seed:)`` returns a *new* file system holding what a crash would leave behind
 ///   (see ``CrashPolicy``); this instance is left untouched, so one workload can be crashed several ways.
 ///
@@ -62,16 +65,30 @@ public final class FaultFileSystem: FileSystem, Sendable {
 
     // MARK: FileSystem
 
-    /// Creates the directory and any missing parents; succeeds when it already exists. Durable at once.
+    /// Creates the directory and any missing parents, then syncs the parent of each directory it created, as
+    /// ``PosixFileSystem`` does; succeeds, syncing nothing, when it already exists.
     ///
-    /// Counts as one ``Operation/createDirectory``. Throws an injected fault, or `.io` with `EEXIST` when a file
-    /// already has the name of the directory or of one of its parents.
+    /// Counts as one ``Operation/createDirectory`` plus one ``Operation/syncDirectory`` per directory created.
+    /// Throws an injected fault, or `.io` with `EEXIST` when a file already has the name of the directory or of one
+    /// of its parents. A fault on a parent's sync leaves the directories created so far in place but not durable:
+    /// a crash then drops them with everything in them.
     public func createDirectory(at path: String) throws {
         let path = FaultFSPath.normalize(path)
         try state.withLock { s in
             try s.failIfInjected(.createDirectory, "mkdir", [path])
-            try s.createDirectory(path)
+            for created in try s.createDirectory(path, durable: false) {
+                guard let parts = FaultFSPath.split(created) else { continue }
+                try s.failIfInjected(.syncDirectory, "fsync directory", [parts.parent])
+                s.directories[parts.parent]?.durableSubdirectories.insert(parts.name)
+            }
         }
+    }
+
+    /// True when `path` names a directory that a crash would keep whatever the policy: its entry, and every parent's,
+    /// is durable. Not counted, never faulted.
+    public func directoryIsDurable(at path: String) -> Bool {
+        let path = FaultFSPath.normalize(path)
+        return state.withLock { $0.directories[path] != nil && $0.isDurableDirectory(path) }
     }
 
     /// True when `path` names a directory. Not counted, never faulted.

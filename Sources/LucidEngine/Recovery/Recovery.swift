@@ -97,6 +97,14 @@ struct Recovery {
         return try scanner.findValidPage(after: UInt64(Format.segmentHeaderLength)) != nil
     }
 
+    /// The directory holding `path` ("." for a relative name without a slash; trailing slashes ignored).
+    static func parentDirectory(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
     /// No valid manifest: a store being created crashed before its manifest was durable, or there is no store.
     private mutating func initialize(slots: [Manifest.SlotState], segmentIds: [UInt64],
                                      manifestStore: ManifestStore) throws -> (EngineState, WriterState) {
@@ -115,6 +123,11 @@ struct Recovery {
                                         file: manifestStore.slotPath(0), offset: 0)
         }
         for id in segmentIds { try fileSystem.removeFile(at: segmentPath(id)) }
+        // The store directory's own entry must be durable before the manifest makes the store exist: the directory
+        // may be one the application made without syncing its parent, or one an earlier open made before that
+        // sync failed (`createDirectory` syncs nothing for a directory that exists). ALICE: a new directory is
+        // durable once its parent is synced.
+        try fileSystem.syncDirectory(at: Self.parentDirectory(of: path))
         let first = try EngineCore.createSegment(directory: path, id: 1, firstLSN: 1, kind: .log, fileSystem: fileSystem)
         let manifest = Manifest(version: 1, nextSegmentId: 2,
                                 segments: [.init(id: 1, sealed: false, sealedLength: 0, firstLSN: 1)])
