@@ -97,6 +97,22 @@ struct Recovery {
         return try scanner.findValidPage(after: UInt64(Format.segmentHeaderLength)) != nil
     }
 
+    /// Makes the store directory's own entry durable before the manifest makes the store exist (ALICE: a new
+    /// directory is durable once its parent is synced): the directory may be one the application made without
+    /// syncing its parent, or one an earlier open made before that sync failed (`createDirectory` syncs nothing
+    /// for a directory that exists). A parent this process may not open (`EACCES`, `EPERM`: a directory it can
+    /// write into but not read) cannot be synced by it at all: the store is created anyway, with a warning, as it
+    /// was made by whoever made the directory. Any other failure fails the open.
+    private func syncParentDirectory() throws {
+        let parent = Self.parentDirectory(of: path)
+        do {
+            try fileSystem.syncDirectory(at: parent)
+        } catch let error as LucidError where error.errno == EACCES || error.errno == EPERM {
+            options.logger.warning("cannot sync the store directory's parent: the new store's directory entry is as durable as whoever made the directory left it",
+                                   metadata: ["parent": "\(parent)", "error": "\(error)"])
+        }
+    }
+
     /// The directory holding `path` ("." for a relative name without a slash; trailing slashes ignored).
     static func parentDirectory(of path: String) -> String {
         var trimmed = Substring(path)
@@ -123,11 +139,7 @@ struct Recovery {
                                         file: manifestStore.slotPath(0), offset: 0)
         }
         for id in segmentIds { try fileSystem.removeFile(at: segmentPath(id)) }
-        // The store directory's own entry must be durable before the manifest makes the store exist: the directory
-        // may be one the application made without syncing its parent, or one an earlier open made before that
-        // sync failed (`createDirectory` syncs nothing for a directory that exists). ALICE: a new directory is
-        // durable once its parent is synced.
-        try fileSystem.syncDirectory(at: Self.parentDirectory(of: path))
+        try syncParentDirectory()
         let first = try EngineCore.createSegment(directory: path, id: 1, firstLSN: 1, kind: .log, fileSystem: fileSystem)
         let manifest = Manifest(version: 1, nextSegmentId: 2,
                                 segments: [.init(id: 1, sealed: false, sealedLength: 0, firstLSN: 1)])

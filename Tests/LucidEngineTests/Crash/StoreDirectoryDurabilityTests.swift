@@ -87,6 +87,30 @@ struct StoreDirectoryDurabilityTests {
         try engine.close()
     }
 
+    @Test("a parent the process may not open for a sync (EACCES, EPERM) is warned about, not fatal; EIO is",
+          arguments: [EACCES, EPERM, EIO])
+    func parentSyncRefused(_ code: Int32) throws {
+        let fs = FaultFileSystem()
+        try fs.createDirectory(at: "/data/store")
+        _ = fs.failOperation([.syncDirectory], nth: 1, errno: code, pathFilter: { $0 == "/data" })
+        let log = CapturedLog()
+        var options = Self.options(fs)
+        options.logger = log.logger
+        if code == EIO {
+            let error = EngineTest.expectLucidError(.io, "EIO on the parent's sync") {
+                try Engine.open(at: "/data/store", options: options)
+            }
+            #expect(error?.errno == EIO)
+            return
+        }
+        let engine = try Engine.open(at: "/data/store", options: options)
+        #expect(engine.recoveryReport.created)
+        #expect(log.warnings(containing: "cannot sync the store directory's parent").count == 1)
+        _ = try engine.commitAndWait(Self.put("k"))
+        #expect(try engine.get(Array("k".utf8), in: "t") != nil)
+        try engine.close()
+    }
+
     @Test("an open whose directory sync failed, retried, leaves a durable store")
     func openRetriedAfterFailedParentSync() throws {
         let fs = FaultFileSystem()
