@@ -241,6 +241,12 @@ struct FaultFSState: Sendable {
         directory.durable[parts.name] = node
         directories[parts.parent] = directory
         nodes[node] = FaultFSNode(current: bytes, durable: bytes)
+        // Durable means it survives a crash: so must every directory above it.
+        var level = parts.parent
+        while let up = FaultFSPath.split(level) {
+            directories[up.parent]?.durableSubdirectories.insert(up.name)
+            level = up.parent
+        }
     }
 
     /// Forgets the candidate nodes that no handle and no directory (current, durable or pending) refers to.

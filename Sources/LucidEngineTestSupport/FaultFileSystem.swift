@@ -65,21 +65,43 @@ public final class FaultFileSystem: FileSystem, Sendable {
 
     // MARK: FileSystem
 
-    /// Creates the directory and any missing parents, then syncs the parent of each directory it created, as
+    /// Creates the directory and any missing parents, syncing the parent of each directory it makes, as
     /// ``PosixFileSystem`` does; succeeds, syncing nothing, when it already exists.
     ///
-    /// Counts as one ``Operation/createDirectory`` plus one ``Operation/syncDirectory`` per directory created.
-    /// Throws an injected fault, or `.io` with `EEXIST` when a file already has the name of the directory or of one
-    /// of its parents. A fault on a parent's sync leaves the directories created so far in place but not durable:
-    /// a crash then drops them with everything in them.
+    /// Counts one ``Operation/createDirectory`` and one ``Operation/syncDirectory`` per directory made (one
+    /// ``Operation/createDirectory`` when it exists). Throws an injected fault, or `.io` with `EEXIST` when a file
+    /// already has the name of the directory or of one of its parents. A fault on a parent's sync leaves the
+    /// directories made so far in place but not durable (a crash then drops them with everything in them), and the
+    /// deeper ones not made.
     public func createDirectory(at path: String) throws {
+        try createDirectory(at: path, syncingParents: true)
+    }
+
+    /// ``createDirectory(at:)``, or with `syncingParents` false an application's `mkdir -p` that syncs nothing: the
+    /// entries of the directories it makes are not durable until their parents are synced. Each level is made
+    /// (one ``Operation/createDirectory``) and its parent synced (one ``Operation/syncDirectory``) before the next,
+    /// as ``PosixFileSystem`` does; an injected fault on a sync stops there, except one whose errno says the parent
+    /// cannot be synced at all (`EACCES`, `EPERM`, `EINVAL`, `EROFS`), which is skipped as ``PosixFileSystem``
+    /// skips it (the entry then stays not durable).
+    public func createDirectory(at path: String, syncingParents: Bool) throws {
         let path = FaultFSPath.normalize(path)
         try state.withLock { s in
-            try s.failIfInjected(.createDirectory, "mkdir", [path])
-            for created in try s.createDirectory(path, durable: false) {
-                guard let parts = FaultFSPath.split(created) else { continue }
-                try s.failIfInjected(.syncDirectory, "fsync directory", [parts.parent])
-                s.directories[parts.parent]?.durableSubdirectories.insert(parts.name)
+            var missing: [String] = []
+            var level = path
+            while s.directories[level] == nil, let parts = FaultFSPath.split(level) {
+                missing.append(level)
+                level = parts.parent
+            }
+            if missing.isEmpty { try s.failIfInjected(.createDirectory, "mkdir", [path]) }
+            for directory in missing.reversed() {
+                try s.failIfInjected(.createDirectory, "mkdir", [directory])
+                try s.createDirectory(directory, durable: false)
+                guard syncingParents, let parts = FaultFSPath.split(directory) else { continue }
+                do {
+                    try s.failIfInjected(.syncDirectory, "fsync directory", [parts.parent])
+                    s.directories[parts.parent]?.durableSubdirectories.insert(parts.name)
+                } catch let error as LucidError
+                            where [EACCES, EPERM, EINVAL, EROFS].contains(error.errno ?? 0) {}
             }
         }
     }

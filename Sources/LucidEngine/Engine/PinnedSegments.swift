@@ -47,8 +47,9 @@ final class PinnedSegments: Sendable {
         guard !files.isEmpty else { return }
         entries.withLock { entries in
             for (file, bytes) in files { entries.append(Entry(file: file, id: file.id, bytes: bytes, retired: now)) }
+            // Under the lock, as every change of the count is: exact whenever the lock is free.
+            unwarned.add(files.count, ordering: .relaxed)
         }
-        unwarned.add(files.count, ordering: .relaxed)
     }
 
     /// The segments still held at `now`, dropping the entries of those released. O(entries).
@@ -81,7 +82,8 @@ final class PinnedSegments: Sendable {
         }
     }
 
-    /// Removes the entries whose segment was released, keeping ``unwarned`` in step.
+    /// Removes the entries whose segment was released, keeping ``unwarned`` in step. (A weak load here can, rarely,
+    /// take the last reference to a segment being released: its file then closes on this thread, under the lock.)
     private func prune(_ entries: inout [Entry]) {
         var released = 0
         entries.removeAll { entry in

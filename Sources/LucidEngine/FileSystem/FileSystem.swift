@@ -5,7 +5,9 @@
 /// Every method throws ``LucidError`` (code ``LucidError/Code/io`` with an errno, or
 /// ``LucidError/Code/notFound``).
 public protocol FileSystem: Sendable {
-    /// Creates the directory (and missing parents). Succeeds when it already exists.
+    /// Creates the directory (and missing parents), syncing the parent of each directory it makes so that its
+    /// entry is durable (a parent it cannot sync, `EACCES`, `EPERM`, `EINVAL` or `EROFS`, is skipped). Succeeds,
+    /// syncing nothing, when it already exists.
     func createDirectory(at path: String) throws
     /// True when `path` names a directory.
     func directoryExists(at path: String) -> Bool

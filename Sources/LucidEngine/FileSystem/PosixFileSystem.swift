@@ -16,15 +16,19 @@ public struct PosixFileSystem: FileSystem {
 
     public func createDirectory(at path: String) throws {
         if directoryExists(at: path) { return }
-        let parent = Self.parent(of: path)
-        if !parent.isEmpty, parent != path, !directoryExists(at: parent) { try createDirectory(at: parent) }
+        let parent = DirectoryPaths.parent(of: path)
+        if parent != path, !directoryExists(at: parent) { try createDirectory(at: parent) }
         if mkdir(path, 0o755) != 0 {
             let code = Glibc.errno
             if code == EEXIST, directoryExists(at: path) { return }
             throw LucidError.io("mkdir", path: path, errno: code)
         }
-        // The new directory's name is durable only once its parent is synced (ALICE rule 3).
-        if !parent.isEmpty { try syncDirectory(at: parent) }
+        // The new directory's name is durable only once its parent is synced (ALICE rule 3). A parent this process
+        // cannot sync (`DirectoryPaths.cannotSync`) is skipped here; a store created in the directory syncs every
+        // directory above it again, and warns about those it cannot sync.
+        do {
+            try syncDirectory(at: parent)
+        } catch let error as LucidError where DirectoryPaths.cannotSync(error) {}
     }
 
     public func directoryExists(at path: String) -> Bool {
@@ -104,12 +108,6 @@ public struct PosixFileSystem: FileSystem {
     }
 
     // MARK: helpers
-
-    static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        if slash == path.startIndex { return "/" }
-        return String(path[..<slash])
-    }
 
     static func error(_ operation: String, _ path: String) -> LucidError {
         let code = Glibc.errno

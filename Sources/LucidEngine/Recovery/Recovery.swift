@@ -97,28 +97,22 @@ struct Recovery {
         return try scanner.findValidPage(after: UInt64(Format.segmentHeaderLength)) != nil
     }
 
-    /// Makes the store directory's own entry durable before the manifest makes the store exist (ALICE: a new
-    /// directory is durable once its parent is synced): the directory may be one the application made without
-    /// syncing its parent, or one an earlier open made before that sync failed (`createDirectory` syncs nothing
-    /// for a directory that exists). A parent this process may not open (`EACCES`, `EPERM`: a directory it can
-    /// write into but not read) cannot be synced by it at all: the store is created anyway, with a warning, as it
-    /// was made by whoever made the directory. Any other failure fails the open.
-    private func syncParentDirectory() throws {
-        let parent = Self.parentDirectory(of: path)
-        do {
-            try fileSystem.syncDirectory(at: parent)
-        } catch let error as LucidError where error.errno == EACCES || error.errno == EPERM {
-            options.logger.warning("cannot sync the store directory's parent: the new store's directory entry is as durable as whoever made the directory left it",
-                                   metadata: ["parent": "\(parent)", "error": "\(error)"])
+    /// Makes the store directory's own entry durable before the manifest makes the store exist, and the entries of
+    /// the directories above it (ALICE: a directory's entry is durable once its parent is synced): the directories
+    /// may be ones the application made without syncing them (`mkdir -p`), or ones an earlier open made before a
+    /// sync failed (`createDirectory` syncs nothing for a directory that exists). Every ancestor up to `/` (or `.`)
+    /// is synced, once per store created. One this process cannot sync (``DirectoryPaths/cannotSync(_:)``:
+    /// `EACCES`, `EPERM`, `EINVAL`, `EROFS`) is skipped with a warning: its entries are as durable as whoever made
+    /// them left them. Any other failure fails the open.
+    private func syncAncestors() throws {
+        for directory in DirectoryPaths.ancestors(of: path) {
+            do {
+                try fileSystem.syncDirectory(at: directory)
+            } catch let error as LucidError where DirectoryPaths.cannotSync(error) {
+                options.logger.warning("cannot sync a directory above the new store: the entries in it are as durable as whoever made them left them",
+                                       metadata: ["directory": "\(directory)", "error": "\(error)"])
+            }
         }
-    }
-
-    /// The directory holding `path` ("." for a relative name without a slash; trailing slashes ignored).
-    static func parentDirectory(of path: String) -> String {
-        var trimmed = Substring(path)
-        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 
     /// No valid manifest: a store being created crashed before its manifest was durable, or there is no store.
@@ -139,7 +133,7 @@ struct Recovery {
                                         file: manifestStore.slotPath(0), offset: 0)
         }
         for id in segmentIds { try fileSystem.removeFile(at: segmentPath(id)) }
-        try syncParentDirectory()
+        try syncAncestors()
         let first = try EngineCore.createSegment(directory: path, id: 1, firstLSN: 1, kind: .log, fileSystem: fileSystem)
         let manifest = Manifest(version: 1, nextSegmentId: 2,
                                 segments: [.init(id: 1, sealed: false, sealedLength: 0, firstLSN: 1)])

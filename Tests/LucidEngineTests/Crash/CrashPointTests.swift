@@ -115,20 +115,33 @@ struct CrashPointTests {
     }
 
     /// Unsynced data survives or tears in units of 512-byte sectors, and, once, of 4 KiB pages (a file system's
-    /// block: a torn write then cuts a whole page header, checksum lines and payload at once).
+    /// block: a torn write then cuts a whole page header, checksum lines and payload at once). Once, the store's
+    /// directory exists before the open, made by an application that did not sync its parent: a crash before the
+    /// open syncs it drops the directory, so the open must sync it before the first acknowledgment.
     @Test("a crash at any operation of creating a store and its first commit gives an empty or the committed store",
-          arguments: [(EngineOptions.PageCompression.lz4, 512), (.lz4Records, 512), (.lz4, 4096)])
-    func crashDuringCreate(compression: EngineOptions.PageCompression, sectorSize: Int) throws {
-        try CrashCompression.$current.withValue(compression) { try crashDuringCreate(sectorSize: sectorSize) }
+          arguments: [(EngineOptions.PageCompression.lz4, 512, false), (.lz4Records, 512, false), (.lz4, 4096, false),
+                      (.lz4, 512, true)])
+    func crashDuringCreate(compression: EngineOptions.PageCompression, sectorSize: Int, directoryMadeUnsynced: Bool) throws {
+        try CrashCompression.$current.withValue(compression) {
+            try crashDuringCreate(sectorSize: sectorSize, directoryMadeUnsynced: directoryMadeUnsynced)
+        }
     }
 
-    func crashDuringCreate(sectorSize: Int) throws {
+    func crashDuringCreate(sectorSize: Int, directoryMadeUnsynced: Bool) throws {
         let start = ContinuousClock.now
         let batches = [[CrashOp.put(keyspace: "alpha", key: Array("first".utf8), value: Array("value".utf8)),
                         CrashOp.put(keyspace: "beta", key: Array("second".utf8),
                                     value: crashChildValue(length: 20_000, seed: 3))]]
         let models = crashModelPrefixes(batches)
-        let reference = FaultFileSystem(sectorSize: sectorSize)
+        func fresh() throws -> FaultFileSystem {
+            let fs = FaultFileSystem(sectorSize: sectorSize)
+            if directoryMadeUnsynced {
+                try fs.createDirectory(at: crashStorePath, syncingParents: false)
+                fs.resetOperationCounts()
+            }
+            return fs
+        }
+        let reference = try fresh()
         let full = runCrashWorkload(on: reference, batches: batches)
         try #require(full.acknowledged == 1)
         let totalOperations = reference.totalOperationCount
@@ -137,11 +150,12 @@ struct CrashPointTests {
         var outcomes = (empty: 0, committed: 0)
         var failures = 0
         for n in 1...(totalOperations + 1) {
-            let (fs, outcome) = Self.stoppedRun(at: n, batches: batches, from: FaultFileSystem(sectorSize: sectorSize))
+            let (fs, outcome) = Self.stoppedRun(at: n, batches: batches, from: try fresh())
             Self.checkTyped(outcome, context: "create: stop at op \(n)")
             for (policy, seed) in variants {
                 cases += 1
-                let context = "create (\(sectorSize)-byte sectors): stop at op \(n)/\(totalOperations), "
+                let context = "create (\(sectorSize)-byte sectors\(directoryMadeUnsynced ? ", directory made unsynced" : "")): "
+                    + "stop at op \(n)/\(totalOperations), "
                     + "crash \(policy) seed \(seed) "
                     + "(acknowledged \(outcome.acknowledged), attempted \(outcome.attempted))"
                 let crashed = fs.crash(policy: policy, seed: seed)

@@ -29,10 +29,38 @@ struct StoreDirectoryDurabilityTests {
         return batch
     }
 
-    @Test("the parent of a store path", arguments: [("/data/store", "/data"), ("/data/store/", "/data"),
-                                                      ("/store", "/"), ("store", "."), ("a/b//", "a"), ("/", "/")])
-    func parentDirectory(_ path: String, _ parent: String) {
-        #expect(Recovery.parentDirectory(of: path) == parent)
+    @Test("the parent and the ancestors of a store path",
+          arguments: [("/data/store", "/data", ["/data", "/"]), ("/data/store/", "/data", ["/data", "/"]),
+                      ("/store", "/", ["/"]), ("store", ".", ["."]), ("a/b//", "a", ["a", "."]), ("/", "/", []),
+                      (".", "..", []), ("store/.", ".", ["."]), ("./a/./b", "a", ["a", "."]),
+                      ("x/..", "x/../..", []), ("../store", "..", [])])
+    func parentDirectory(_ path: String, _ parent: String, _ ancestors: [String]) {
+        #expect(DirectoryPaths.parent(of: path) == parent)
+        #expect(DirectoryPaths.ancestors(of: path) == ancestors)
+    }
+
+    @Test("directories made without syncs above the store are synced too, before anything is acknowledged")
+    func ancestorsMadeWithoutSync() throws {
+        for (label, prepare) in [
+            ("an application's mkdir -p without syncs", { (fs: FaultFileSystem) throws in
+                try fs.createDirectory(at: "/x/y/store", syncingParents: false)
+            }),
+            ("an open that failed at its first parent sync", { (fs: FaultFileSystem) throws in
+                _ = fs.failOperation([.syncDirectory], nth: 1)
+                #expect(throws: LucidError.self) { try Engine.open(at: "/x/y/store", options: Self.options(fs)) }
+                #expect(fs.directoryExists(at: "/x") && !fs.directoryIsDurable(at: "/x"))
+            }),
+        ] {
+            let fs = FaultFileSystem()
+            try prepare(fs)
+            let engine = try Engine.open(at: "/x/y/store", options: Self.options(fs))
+            #expect(fs.directoryIsDurable(at: "/x/y/store"), "\(label)")
+            _ = try engine.commitAndWait(Self.put("deep"))
+            let reopened = try Engine.open(at: "/x/y/store", options: Self.options(fs.crash(policy: .dropUnsynced)))
+            #expect(try reopened.get(Array("deep".utf8), in: "t") == Array("value of deep".utf8), "\(label)")
+            try reopened.close()
+            try engine.close()
+        }
     }
 
     @Test("the fault file system drops a directory whose entry was never synced, and keeps one created whole")
@@ -87,8 +115,8 @@ struct StoreDirectoryDurabilityTests {
         try engine.close()
     }
 
-    @Test("a parent the process may not open for a sync (EACCES, EPERM) is warned about, not fatal; EIO is",
-          arguments: [EACCES, EPERM, EIO])
+    @Test("a parent the process cannot sync (EACCES, EPERM, EINVAL, EROFS) is warned about, not fatal; EIO is",
+          arguments: [EACCES, EPERM, EINVAL, EROFS, EIO])
     func parentSyncRefused(_ code: Int32) throws {
         let fs = FaultFileSystem()
         try fs.createDirectory(at: "/data/store")
@@ -105,7 +133,7 @@ struct StoreDirectoryDurabilityTests {
         }
         let engine = try Engine.open(at: "/data/store", options: options)
         #expect(engine.recoveryReport.created)
-        #expect(log.warnings(containing: "cannot sync the store directory's parent").count == 1)
+        #expect(log.warnings(containing: "cannot sync a directory above the new store").count == 1)
         _ = try engine.commitAndWait(Self.put("k"))
         #expect(try engine.get(Array("k".utf8), in: "t") != nil)
         try engine.close()
