@@ -23,6 +23,10 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     let soleSynchronousStore: (any SynchronousGetStore<E>)?
     /// `stores` again when every one of them also searches without suspending, for `search`.
     let synchronousSearchStores: [any SynchronousSearchStore<E>]?
+    /// The only store, when there is one and it searches without suspending (read from a property, not from the
+    /// array: taking an element of `[any SynchronousSearchStore<E>]` looks the existential's metadata up at run
+    /// time, about 400 instructions).
+    let soleSynchronousSearchStore: (any SynchronousSearchStore<E>)?
     /// The backend, if the manager has one.
     let remote: (any RemoteStoring<E>)?
     /// Orders writes: held while the stores begin one (not while it becomes durable).
@@ -42,6 +46,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
         soleSynchronousStore = self.stores.count == 1 ? synchronous.first : nil
         let searching = self.stores.compactMap { $0 as? any SynchronousSearchStore<E> }
         synchronousSearchStores = searching.count == self.stores.count ? searching : nil
+        soleSynchronousSearchStore = self.stores.count == 1 ? searching.first : nil
         remote = stores.lazy.compactMap { $0 as? any RemoteStoring<E> }.first
         adoptCreatesAnsweredLater()
     }

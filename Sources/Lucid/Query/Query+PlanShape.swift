@@ -24,6 +24,14 @@ struct OrderShape: Sendable, Equatable {
     /// How many keys.
     var count = 0
 
+    /// The shape of the default order, `[.asc(by: .identifier)]`.
+    static var identifierAscending: OrderShape { OrderShape(byIdentifier: true, count: 1) }
+
+    private init(byIdentifier: Bool, count: Int) {
+        self.byIdentifier = byIdentifier
+        self.count = count
+    }
+
     init<E>(_ order: [Query<E>.Order]) {
         count = order.count
         guard count > 0 else {
