@@ -1,18 +1,22 @@
 /// ``EntityCacheTable``'s slots by key hash: open addressing with linear probing, buckets holding a slot number
-/// and the key's full 64-bit hash (compared before the key bytes), at most half full. Removal shifts the
+/// and the key's full 64-bit hash (compared before the key bytes) side by side (one cache line read per bucket
+/// probed, not one in an array of slots and another in an array of hashes), at most half full. Removal shifts the
 /// buckets after a hole back (no tombstones). No `Hasher` run per lookup: the key's hash was computed once
 /// (``EntityCacheKey``), seeded per process.
 struct EntityCacheIndex {
-    /// Slot numbers, -1 for an empty bucket.
-    private var slots: [Int32]
-    private var hashes: [UInt64]
+    private struct Bucket {
+        var hash: UInt64
+        /// The slot number, -1 for an empty bucket.
+        var slot: Int32
+    }
+
+    private var buckets: [Bucket]
     private var mask: Int
     /// Keys indexed.
     private(set) var count = 0
 
     init() {
-        slots = [Int32](repeating: -1, count: 16)
-        hashes = [UInt64](repeating: 0, count: 16)
+        buckets = [Bucket](repeating: Bucket(hash: 0, slot: -1), count: 16)
         mask = 15
     }
 
@@ -21,28 +25,27 @@ struct EntityCacheIndex {
     func find(_ hash: UInt64, where matches: (Int) -> Bool) -> Int? {
         var i = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let slot = slots[i]
-            if slot < 0 { return nil }
-            if hashes[i] == hash && matches(Int(slot)) { return Int(slot) }
+            let bucket = buckets[i]
+            if bucket.slot < 0 { return nil }
+            if bucket.hash == hash && matches(Int(bucket.slot)) { return Int(bucket.slot) }
             i = (i + 1) & mask
         }
     }
 
     /// Indexes `slot` under `hash` (the key must not be indexed yet). - Complexity: O(1) amortized.
     mutating func insert(_ hash: UInt64, slot: Int) {
-        if (count + 1) * 2 > slots.count { grow() }
+        if (count + 1) * 2 > buckets.count { grow() }
         var i = Int(truncatingIfNeeded: hash) & mask
-        while slots[i] >= 0 { i = (i + 1) & mask }
-        slots[i] = Int32(slot)
-        hashes[i] = hash
+        while buckets[i].slot >= 0 { i = (i + 1) & mask }
+        buckets[i] = Bucket(hash: hash, slot: Int32(slot))
         count += 1
     }
 
     /// Removes `slot`, indexed under `hash`. - Complexity: O(1) expected.
     mutating func remove(_ hash: UInt64, slot: Int) {
         var i = Int(truncatingIfNeeded: hash) & mask
-        while slots[i] != Int32(slot) {
-            precondition(slots[i] >= 0, "entity cache index: removing a slot that is not indexed")
+        while buckets[i].slot != Int32(slot) {
+            precondition(buckets[i].slot >= 0, "entity cache index: removing a slot that is not indexed")
             i = (i + 1) & mask
         }
         // Backward shift: each later bucket of the run moves into the hole if its home is not between the hole
@@ -50,25 +53,23 @@ struct EntityCacheIndex {
         var j = i
         while true {
             j = (j + 1) & mask
-            if slots[j] < 0 { break }
-            let home = Int(truncatingIfNeeded: hashes[j]) & mask
+            if buckets[j].slot < 0 { break }
+            let home = Int(truncatingIfNeeded: buckets[j].hash) & mask
             let homeInRange = i <= j ? (i < home && home <= j) : (i < home || home <= j)
             if !homeInRange {
-                slots[i] = slots[j]
-                hashes[i] = hashes[j]
+                buckets[i] = buckets[j]
                 i = j
             }
         }
-        slots[i] = -1
+        buckets[i].slot = -1
         count -= 1
     }
 
     private mutating func grow() {
-        let oldSlots = slots, oldHashes = hashes
-        slots = [Int32](repeating: -1, count: oldSlots.count * 2)
-        hashes = [UInt64](repeating: 0, count: oldSlots.count * 2)
-        mask = slots.count - 1
+        let old = buckets
+        buckets = [Bucket](repeating: Bucket(hash: 0, slot: -1), count: old.count * 2)
+        mask = buckets.count - 1
         count = 0
-        for b in oldSlots.indices where oldSlots[b] >= 0 { insert(oldHashes[b], slot: Int(oldSlots[b])) }
+        for bucket in old where bucket.slot >= 0 { insert(bucket.hash, slot: Int(bucket.slot)) }
     }
 }

@@ -20,18 +20,34 @@ final class EntityCacheTable: Sendable {
     static var filterBits: Int { 1 << 16 }
     static var filterResetCount: Int { 1 << 14 }
 
+    /// The fields a probe reads come first (the key's head, the reference bit, the sequences and the box: 64
+    /// bytes), the key and cost after them.
     private struct Slot {
-        var key: EntityCacheKey
+        /// The key's length and first bytes: a probe of a key of up to 16 bytes compares these alone.
+        var head: EntityCacheKeyHead
+        var referenced: Bool
         var sequence: UInt64
         /// The snapshot sequences (``LucidEngine/Snapshot/sequence``) at which the key was found to hold this
         /// record, lowest and highest. A snapshot between them holds it too: the record can only change by a
         /// commit, which would have given the key a greater sequence than this one for good.
         var seenFrom: UInt64
         var seenTo: UInt64
-        var cost: Int
         /// Nil for a free slot.
         var box: (any AnyObject & Sendable)?
-        var referenced: Bool
+        var key: EntityCacheKey
+        var cost: Int
+
+        init(key: EntityCacheKey, sequence: UInt64, seenFrom: UInt64, seenTo: UInt64, cost: Int,
+             box: (any AnyObject & Sendable)?, referenced: Bool) {
+            head = key.bytes.withUnsafeBytes(EntityCacheKeyHead.init)
+            self.referenced = referenced
+            self.sequence = sequence
+            self.seenFrom = seenFrom
+            self.seenTo = seenTo
+            self.box = box
+            self.key = key
+            self.cost = cost
+        }
     }
 
     private struct Storage: Sendable {
@@ -76,19 +92,25 @@ final class EntityCacheTable: Sendable {
     /// ``probe(_:at:)`` of the key `raw`, whose ``EntityCacheKey/hash(_:)`` is `hash`: no key array needed.
     func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> Probe {
         guard capacityBytes > 0 else { return Probe() }
-        return storage.withLock { s in
-            guard let i = Self.find(raw, hash: hash, in: s) else {
-                s.misses += 1
-                return Probe(admit: Self.admits(hash, &s, capacity: capacityBytes))
-            }
-            let current = s.slots[i].seenFrom <= snapshot && snapshot <= s.slots[i].seenTo
-            if current {
-                s.hits += 1
-                s.slots[i].referenced = true
-            }
-            // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
-            return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
+        let head = EntityCacheKeyHead(raw)
+        return storage.withLock { s in Self.probe(raw, head: head, hash: hash, at: snapshot, in: &s, capacity: capacityBytes) }
+    }
+
+    /// ``probe(_:hash:at:)`` with the lock held.
+    @inline(__always)
+    private static func probe(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64, at snapshot: UInt64,
+                              in s: inout Storage, capacity: Int) -> Probe {
+        guard let i = find(raw, head: head, hash: hash, in: s) else {
+            s.misses += 1
+            return Probe(admit: admits(hash, &s, capacity: capacity))
         }
+        let current = s.slots[i].seenFrom <= snapshot && snapshot <= s.slots[i].seenTo
+        if current {
+            s.hits += 1
+            s.slots[i].referenced = true
+        }
+        // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
+        return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
     }
 
     /// Whether `count` entries of the average cost take at most an eighth of the bound: a batch that small may
@@ -118,13 +140,17 @@ final class EntityCacheTable: Sendable {
     /// The slot holding `key`, or nil.
     @inline(__always)
     private static func find(_ key: EntityCacheKey, in s: borrowing Storage) -> Int? {
-        key.bytes.withUnsafeBytes { find($0, hash: key.hash, in: s) }
+        key.bytes.withUnsafeBytes { find($0, head: EntityCacheKeyHead($0), hash: key.hash, in: s) }
     }
 
-    /// The slot holding the key `raw`, whose hash is `hash`, or nil.
+    /// The slot holding the key `raw`, whose head is `head` and hash `hash`, or nil. A key of up to 16 bytes is
+    /// compared by its head alone, in the slot; a longer one also byte by byte, in its array.
     @inline(__always)
-    private static func find(_ raw: UnsafeRawBufferPointer, hash: UInt64, in s: borrowing Storage) -> Int? {
-        s.index.find(hash) { equal(s.slots[$0].key.bytes, raw) }
+    private static func find(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64,
+                             in s: borrowing Storage) -> Int? {
+        s.index.find(hash) { slot in
+            s.slots[slot].head == head && (head.isWhole || equal(s.slots[slot].key.bytes, raw))
+        }
     }
 
     /// Whether `key` holds the bytes `raw`. O(key length).
