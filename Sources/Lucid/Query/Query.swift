@@ -68,12 +68,13 @@ public struct Query<E: Entity>: Sendable, Equatable {
         self.context = context
     }
 
-    /// A query of `filter` with every other property at its default, as ``init(filter:groupedBy:uniquely:order:offset:limit:context:)``
-    /// makes it, without its generic work: the default order's shape is known (``OrderShape/identifierAscending``)
-    /// rather than worked out by matching `Order`, no default order is stored (see `explicitOrder`), and no
-    /// `E.IndexName?` is taken apart for the group. In the library's unspecialized generic code each of those
-    /// looks metadata up at run time: with both, `Query.filter(_:)` went from about 4,900 instructions to 3,200
-    /// (micro workload manager-search-rating-range-limit20, callgrind).
+    /// A query of `filter` with every other property at its default, as
+    /// ``init(filter:groupedBy:uniquely:order:offset:limit:context:)`` makes it, without its generic work: the
+    /// default order's shape is known (``OrderShape/identifierAscending``) rather than worked out by matching
+    /// `Order`, no default order is stored (see `explicitOrder`), and no `E.IndexName?` is taken apart for the
+    /// group. In the library's unspecialized generic code each of those looks metadata up at run time: with both,
+    /// `Query.filter(_:)` went from about 4,900 instructions to 3,200 (micro workload
+    /// manager-search-rating-range-limit20, callgrind).
     private init(onlyFilter filter: Filter?) {
         self.filter = filter
         self.filterCheck = FilterCheck(filter)

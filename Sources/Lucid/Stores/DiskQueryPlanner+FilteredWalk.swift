@@ -5,8 +5,9 @@ import LucidEngine
 /// filtering every candidate and then sorting them all.
 ///
 /// The walk meets records in the result's order (by their sort key in the index, see
-/// ``DiskQueryPlanner/walkIndex(_:condition:keys:window:singleTerm:)``), so once `window` of them pass the filter, and the
-/// records sharing the last one's sort key are in (for the final sort of ties), the rest cannot enter the result.
+/// ``DiskQueryPlanner/walkIndex(_:condition:keys:window:singleTerm:)``), so once `window` of them pass the filter,
+/// and the records sharing the last one's sort key are in (for the final sort of ties), the rest cannot enter the
+/// result.
 /// Its cost follows the filter's selectivity: `window / selectivity` records read by key. A filter that passes few
 /// records makes that most of the keyspace, where one filtered pass in storage order costs less: the walk gives up
 /// after ``filteredWalkBudget(window:records:)`` records (an eighth of the keyspace, at least `4 × window + 256`) and
@@ -27,8 +28,9 @@ extension DiskQueryPlanner {
     /// query's direction until `window` of them pass and the sort key changes; nil when the walk read
     /// ``filteredWalkBudget(window:records:)`` records first (the caller then scans). The records are read in
     /// batches (each through the entity cache), from `max(32, 2 × window)` keys up to 1,024.
-    /// `inResultOrder` as for ``walkIndex(_:condition:keys:window:singleTerm:)``. The records read are offered to the entity cache
-    /// as a large read's are (admitted on their second miss): most of them may be records the filter rejects.
+    /// `inResultOrder` as for ``walkIndex(_:condition:keys:window:singleTerm:)``. The records read are offered to the
+    /// entity cache as a large read's are (admitted on their second miss): most of them may be records the filter
+    /// rejects.
     /// - Throws: ``StoreError`` from reading or decoding a record.
     func walkIndexFiltered(_ name: String, keys: CandidateKeys?,
                            window: Int) throws(StoreError) -> (entities: [E], inResultOrder: Bool)? {

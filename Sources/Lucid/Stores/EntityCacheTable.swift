@@ -93,13 +93,15 @@ final class EntityCacheTable: Sendable {
     func probe(_ raw: UnsafeRawBufferPointer, hash: UInt64, at snapshot: UInt64) -> Probe {
         guard capacityBytes > 0 else { return Probe() }
         let head = EntityCacheKeyHead(raw)
-        return storage.withLock { s in Self.probe(raw, head: head, hash: hash, at: snapshot, in: &s, capacity: capacityBytes) }
+        return storage.withLock { s in
+            Self.probe(raw, head: head, hash: hash, at: snapshot, in: &s, capacity: capacityBytes)
+        }
     }
 
     /// ``probe(_:hash:at:)`` with the lock held.
     @inline(__always)
-    private static func probe(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64, at snapshot: UInt64,
-                              in s: inout Storage, capacity: Int) -> Probe {
+    private static func probe(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64,
+                              at snapshot: UInt64, in s: inout Storage, capacity: Int) -> Probe {
         guard let i = find(raw, head: head, hash: hash, in: s) else {
             s.misses += 1
             return Probe(admit: admits(hash, &s, capacity: capacity))
