@@ -41,6 +41,10 @@ target_args() {
 # fuzzes blind). The combined flag comes last and restores both; --sanitize still covers the C targets and the link.
 build() {
     local started=$SECONDS status
+    # SwiftPM keeps the root package's source list from its last plan of this nested package: a file added to
+    # ../Sources since then is left out of the build ("cannot find X in scope") until the plan is redone, which a
+    # newer manifest forces (a second or two).
+    touch "$FUZZ_DIR/Package.swift"
     set +o pipefail
     nice -n 10 swift build --package-path "$FUZZ_DIR" -c debug --sanitize fuzzer --sanitize address \
         -Xswiftc -sanitize=fuzzer,address --product "$1" 2>&1 \
