@@ -100,8 +100,7 @@ public final class FaultFileSystem: FileSystem, Sendable {
                 do {
                     try s.failIfInjected(.syncDirectory, "fsync directory", [parts.parent])
                     s.directories[parts.parent]?.durableSubdirectories.insert(parts.name)
-                } catch let error as LucidError
-                            where [EACCES, EPERM, EINVAL, EROFS].contains(error.errno ?? 0) {}
+                } catch let error as LucidError where DirectoryPaths.cannotSync(error) {}
             }
         }
     }

@@ -7,12 +7,13 @@ import Darwin
 #endif
 
 /// Directory paths as the engine syncs them (ALICE: a directory's entry in its parent is durable only once the
-/// parent is synced), resolved lexically: no file system access, no symbolic links followed.
-enum DirectoryPaths {
+/// parent is synced), resolved lexically: no file system access, no symbolic links followed. `package`: the fault
+/// file system (LucidEngineTestSupport) skips the syncs ``cannotSync(_:)`` names, as ``PosixFileSystem`` does.
+package enum DirectoryPaths {
     /// The directory holding `path`: empty and `.` components are ignored; a relative name without a slash is in
     /// `.`; `/` is its own parent; `.` (or a path that is only `.` components) is in `..`; a path ending in `..`
     /// is in that path's `..`.
-    static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         let absolute = path.hasPrefix("/")
         let parts = path.split(separator: "/").filter { $0 != "." }
         guard let last = parts.last else { return absolute ? "/" : ".." }
@@ -24,7 +25,7 @@ enum DirectoryPaths {
 
     /// The directories above `path`, nearest first: up to `/` for an absolute path, up to `.` for a relative one
     /// (one that climbs with `..` stops where its `..` components start). O(components).
-    static func ancestors(of path: String) -> [String] {
+    package static func ancestors(of path: String) -> [String] {
         var result: [String] = []
         var current = path
         for _ in 0 ..< path.split(separator: "/").count + 1 {
@@ -42,7 +43,7 @@ enum DirectoryPaths {
     /// but not list), or its file system does not sync directories or is read-only (`EINVAL`, `EROFS`: a store
     /// directory that is a mount point of another file system, say). Such a sync is skipped (the engine warns
     /// when it is the store's own entry at stake); any other error (`EIO`) is a failure.
-    static func cannotSync(_ error: LucidError) -> Bool {
+    package static func cannotSync(_ error: LucidError) -> Bool {
         guard let code = error.errno else { return false }
         return code == EACCES || code == EPERM || code == EINVAL || code == EROFS
     }

@@ -1,6 +1,4 @@
 import Foundation
-import Logging
-import Synchronization
 import Testing
 import LucidEngineTestSupport
 @testable import LucidEngine
@@ -33,11 +31,10 @@ struct PinnedSegmentTests {
     /// Polls `engine.statistics` until `done` holds (a released snapshot's last references may be dropped on
     /// another thread), for at most 5 s; returns the last statistics read.
     static func statistics(of engine: Engine, until done: (EngineStatistics) -> Bool) -> EngineStatistics {
-        let deadline = ContinuousClock.now + .seconds(5)
         var stats = engine.statistics
-        while !done(stats) && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
+        _ = eventually {
             stats = engine.statistics
+            return done(stats)
         }
         return stats
     }

@@ -44,10 +44,8 @@ struct KillNineTests {
             let delay = rng.below(6) == 0 ? 5 + rng.below(46) : 50 + rng.below(351)
             let context = "round \(round) (child seed \(seed), kill after \(delay) ms, base seed \(baseSeed))"
             let run = try Self.runChild(child, directory: directory, seed: seed, killAfterMilliseconds: delay)
-            // The indexes too: every put carries its value's terms (`crashChildTerms(for:)`).
             let failures = try Self.checkRound(run, directory: directory, model: &model, sequence: &sequence,
-                                               stats: &stats, context: context,
-                                               extraChecks: { engine, state in crashIndexProblems(engine, state) })
+                                               stats: &stats, context: context)
             if !failures.isEmpty {
                 crashFail("\(context):\n" + failures.joined(separator: "\n") + "\nchild stderr: \(run.stderr)")
                 return
@@ -91,8 +89,7 @@ struct KillNineTests {
             var model = CrashModel()
             var sequence: UInt64 = 0
             let failures = try Self.checkRound(run, directory: directory, model: &model, sequence: &sequence,
-                                               stats: &stats, context: context,
-                                               extraChecks: { engine, state in crashIndexProblems(engine, state) })
+                                               stats: &stats, context: context)
             if !failures.isEmpty {
                 crashFail("\(context):\n" + failures.joined(separator: "\n") + "\nchild stderr: \(run.stderr)")
                 return
@@ -115,11 +112,13 @@ struct KillNineTests {
     /// after the last ACK, or after the one BEGIN without ACK; verify clean; a second open changes nothing.
     /// Advances `model` and `sequence` to the recovered state. Returns the failures.
     ///
-    /// `extraChecks`, when given, runs on both opens with the engine and the state it shows, and returns more
-    /// failures; the second open must then also show the very same state.
+    /// `extraChecks` runs on both opens with the engine and the state it shows, and returns more failures; the
+    /// second open must also show the very same state. By default it checks the indexes against the state (every
+    /// put of the child carries its value's terms, `crashChildTerms(for:)`).
     static func checkRound(_ run: ChildRun, directory: String, model: inout CrashModel, sequence: inout UInt64,
                            stats: inout RoundStats, context: String,
-                           extraChecks: ((Engine, CrashModel) throws -> [String])? = nil) throws -> [String] {
+                           extraChecks: (Engine, CrashModel) throws -> [String] = { crashIndexProblems($0, $1) })
+        throws -> [String] {
         var failures: [String] = []
         var acknowledged = model
         var acknowledgedSequence = sequence
@@ -182,7 +181,7 @@ struct KillNineTests {
             }
             let report = try engine.verify()
             if !report.ok { failures.append("verify: \(report.problems)") }
-            if let extraChecks { failures += try extraChecks(engine, state) }
+            failures += try extraChecks(engine, state)
             try engine.close()
 
             // A second open finds nothing to do.
@@ -192,11 +191,9 @@ struct KillNineTests {
                 || again.statistics.lastSequence != recovered {
                 failures.append("the second open changed the store: \(again.recoveryReport)")
             }
-            if let extraChecks {
-                let second = try crashReadModel(again)
-                if second != state { failures.append("the second open shows \(second.difference(from: state))") }
-                failures += try extraChecks(again, second).map { "second open: " + $0 }
-            }
+            let second = try crashReadModel(again)
+            if second != state { failures.append("the second open shows \(second.difference(from: state))") }
+            failures += try extraChecks(again, second).map { "second open: " + $0 }
             try again.close()
             model = state
             sequence = recovered

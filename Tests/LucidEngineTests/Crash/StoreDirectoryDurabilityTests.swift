@@ -14,15 +14,6 @@ import Darwin
 /// files; `createDirectory` syncs the parent of each directory it makes, as `PosixFileSystem` does.
 @Suite("Crash: the store directory's entry")
 struct StoreDirectoryDurabilityTests {
-    static func options(_ fs: FaultFileSystem) -> EngineOptions {
-        var options = EngineOptions()
-        options.fileSystem = fs
-        options.syncMode = .always
-        options.autoCompaction = nil
-        options.logger = EngineTest.quietLogger
-        return options
-    }
-
     static func put(_ key: String) -> WriteBatch {
         var batch = WriteBatch()
         batch.put(Array("value of \(key)".utf8), forKey: Array(key.utf8), in: "t")
@@ -47,16 +38,16 @@ struct StoreDirectoryDurabilityTests {
             }),
             ("an open that failed at its first parent sync", { (fs: FaultFileSystem) throws in
                 _ = fs.failOperation([.syncDirectory], nth: 1)
-                #expect(throws: LucidError.self) { try Engine.open(at: "/x/y/store", options: Self.options(fs)) }
+                #expect(throws: LucidError.self) { try Engine.open(at: "/x/y/store", options: crashFaultOptions(fs)) }
                 #expect(fs.directoryExists(at: "/x") && !fs.directoryIsDurable(at: "/x"))
             }),
         ] {
             let fs = FaultFileSystem()
             try prepare(fs)
-            let engine = try Engine.open(at: "/x/y/store", options: Self.options(fs))
+            let engine = try Engine.open(at: "/x/y/store", options: crashFaultOptions(fs))
             #expect(fs.directoryIsDurable(at: "/x/y/store"), "\(label)")
             _ = try engine.commitAndWait(Self.put("deep"))
-            let reopened = try Engine.open(at: "/x/y/store", options: Self.options(fs.crash(policy: .dropUnsynced)))
+            let reopened = try Engine.open(at: "/x/y/store", options: crashFaultOptions(fs.crash(policy: .dropUnsynced)))
             #expect(try reopened.get(Array("deep".utf8), in: "t") == Array("value of deep".utf8), "\(label)")
             try reopened.close()
             try engine.close()
@@ -103,12 +94,12 @@ struct StoreDirectoryDurabilityTests {
         #expect(throws: LucidError.self) { try fs.createDirectory(at: "/data/store") }
         #expect(!fs.directoryIsDurable(at: "/data/store"))
 
-        let engine = try Engine.open(at: "/data/store", options: Self.options(fs))
+        let engine = try Engine.open(at: "/data/store", options: crashFaultOptions(fs))
         #expect(engine.recoveryReport.created)
         #expect(fs.directoryIsDurable(at: "/data/store"), "the create synced the store directory's parent")
         _ = try engine.commitAndWait(Self.put("acknowledged"))
         let crashed = fs.crash(policy: .dropUnsynced)
-        let reopened = try Engine.open(at: "/data/store", options: Self.options(crashed))
+        let reopened = try Engine.open(at: "/data/store", options: crashFaultOptions(crashed))
         #expect(!reopened.recoveryReport.created, "the store survived the crash")
         #expect(try reopened.get(Array("acknowledged".utf8), in: "t") == Array("value of acknowledged".utf8))
         try reopened.close()
@@ -122,7 +113,7 @@ struct StoreDirectoryDurabilityTests {
         try fs.createDirectory(at: "/data/store")
         _ = fs.failOperation([.syncDirectory], nth: 1, errno: code, pathFilter: { $0 == "/data" })
         let log = CapturedLog()
-        var options = Self.options(fs)
+        var options = crashFaultOptions(fs)
         options.logger = log.logger
         if code == EIO {
             let error = EngineTest.expectLucidError(.io, "EIO on the parent's sync") {
@@ -145,16 +136,16 @@ struct StoreDirectoryDurabilityTests {
         try fs.createDirectory(at: "/data")
         _ = fs.failOperation([.syncDirectory], nth: 1)
         let error = EngineTest.expectLucidError(.io, "the parent sync's fault") {
-            try Engine.open(at: "/data/store", options: Self.options(fs))
+            try Engine.open(at: "/data/store", options: crashFaultOptions(fs))
         }
         #expect(error?.errno == EIO)
         #expect(fs.directoryExists(at: "/data/store"))
 
-        let engine = try Engine.open(at: "/data/store", options: Self.options(fs))
+        let engine = try Engine.open(at: "/data/store", options: crashFaultOptions(fs))
         _ = try engine.commitAndWait(Self.put("after retry"))
         for policy in FaultFileSystem.CrashPolicy.allCases {
             let crashed = fs.crash(policy: policy, seed: 7)
-            let reopened = try Engine.open(at: "/data/store", options: Self.options(crashed))
+            let reopened = try Engine.open(at: "/data/store", options: crashFaultOptions(crashed))
             #expect(try reopened.get(Array("after retry".utf8), in: "t") == Array("value of after retry".utf8),
                     "\(policy)")
             try reopened.close()
