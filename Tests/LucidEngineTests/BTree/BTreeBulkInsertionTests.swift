@@ -16,7 +16,7 @@ struct BTreeBulkInsertionTests {
         return key
     }
 
-    @Test("batches of sorted keys give the same tree contents as one update per key",
+    @Test("batches of sorted keys give the same tree contents as one update per key", .heavy,
           arguments: [(1, 1), (2, 7), (3, 60), (4, 1000), (5, 5000)] as [(UInt64, Int)])
     func matchesOneByOne(seed: UInt64, batchSize: Int) {
         for sequential in [false, true] {
@@ -60,7 +60,7 @@ struct BTreeBulkInsertionTests {
         }
     }
 
-    @Test("bulk insertion into shared and unshared trees matches a sorted model; snapshots never change",
+    @Test("bulk insertion into shared and unshared trees matches a sorted model; snapshots never change", .heavy,
           arguments: [(11, 3), (12, 40), (13, 400)] as [(UInt64, Int)])
     func sharedAndUnsharedAgainstModel(seed: UInt64, batchSize: Int) {
         var rng = SplitMix64(seed: seed)

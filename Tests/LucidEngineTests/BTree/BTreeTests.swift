@@ -134,7 +134,7 @@ private func verify(_ tree: BTree<Int>, _ model: Model, _ rng: inout BTreeTestRN
 
 @Suite("BTree")
 struct BTreeTests {
-    @Test("Random operations match a dictionary model", arguments: [1, 2, 3, 0xDEAD_BEEF] as [UInt64])
+    @Test("Random operations match a dictionary model", .heavy, arguments: [1, 2, 3, 0xDEAD_BEEF] as [UInt64])
     func randomizedModel(seed: UInt64) throws {
         var rng = BTreeTestRNG(seed: seed)
         var tree = BTree<Int>()
@@ -329,7 +329,7 @@ struct BTreeTests {
         #expect(tree.first?.key == [0x00])
     }
 
-    @Test("Very long keys split by bytes and stay ordered")
+    @Test("Very long keys split by bytes and stay ordered", .heavy)
     func longKeys() throws {
         var rng = BTreeTestRNG(seed: 9)
         var tree = BTree<Int>()

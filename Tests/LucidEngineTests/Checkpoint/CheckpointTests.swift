@@ -100,7 +100,7 @@ struct CheckpointTests {
         try Self.openDamaged(directory, reference: reference, expectCheckpoint: true, "intact") { _ in }
     }
 
-    @Test("truncated, bit-flipped, deleted and foreign checkpoints fall back to a scan with the same state")
+    @Test("truncated, bit-flipped, deleted and foreign checkpoints fall back to a scan with the same state", .heavy)
     func damagedCheckpoints() throws {
         let (directory, reference) = try Self.makeStore()
         defer { try? CorruptionHelpers.removeDirectory(directory) }
@@ -134,7 +134,8 @@ struct CheckpointTests {
         }
     }
 
-    @Test("a checkpoint of another version (its CRC valid) is ignored: open scans the log and writes a current one")
+    @Test("a checkpoint of another version (its CRC valid) is ignored: open scans the log and writes a current one",
+          .heavy)
     func otherVersionIgnored() throws {
         let (directory, reference) = try Self.makeStore()
         defer { try? CorruptionHelpers.removeDirectory(directory) }

@@ -378,7 +378,7 @@ struct CompactionTests {
         _ = EngineTest.expectLucidError(.closed) { _ = try engine.compactAndWait() }
     }
 
-    @Test("automatic compaction starts once the dead share passes the ratio, and can be turned off")
+    @Test("automatic compaction starts once the dead share passes the ratio, and can be turned off", .heavy)
     func automaticCompaction() throws {
         for enabled in [true, false] {
             let directory = try CorruptionHelpers.makeTemporaryDirectory(prefix: "compact-auto")

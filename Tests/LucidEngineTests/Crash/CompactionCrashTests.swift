@@ -83,7 +83,8 @@ struct CompactionCrashTests {
         return prefix ? sealed : Array(sealed.suffix(2))
     }
 
-    @Test("a crash at every operation of a compaction, under every crash policy, keeps the contents", arguments: [true, false])
+    @Test("a crash at every operation of a compaction, under every crash policy, keeps the contents",
+          .heavy, arguments: [true, false])
     func crashAtEveryOperation(prefix: Bool) throws {
         let (base, expected) = try Self.makeBase()
         // Reference run: how many file-system operations the compaction takes.
@@ -120,7 +121,7 @@ struct CompactionCrashTests {
 
     /// Once (the next operation succeeds), or persistent until the test clears it: a disk that keeps failing
     /// fails the compaction, and whatever else ran meanwhile, without losing anything once it heals.
-    @Test("an I/O error at any operation of a compaction fails it with a typed error and changes nothing",
+    @Test("an I/O error at any operation of a compaction fails it with a typed error and changes nothing", .heavy,
           arguments: [false, true])
     func errorAtEveryOperation(persistent: Bool) throws {
         let (base, expected) = try Self.makeBase()

@@ -44,7 +44,7 @@ struct CrashPointTests {
 
     /// With `.lz4Records` the preloaded first segment holds whole-page LZ4 pages (it is shared with the other
     /// run) and the segment the workload rolls to starts with a dictionary page built from the records before it.
-    @Test("a crash at any operation of a workload with a segment roll recovers a prefix of the commits",
+    @Test("a crash at any operation of a workload with a segment roll recovers a prefix of the commits", .heavy,
           arguments: [EngineOptions.PageCompression.lz4, .lz4Records])
     func crashAtEveryOperation(compression: EngineOptions.PageCompression) throws {
         try CrashCompression.$current.withValue(compression) { try crashAtEveryOperation() }
@@ -119,6 +119,7 @@ struct CrashPointTests {
     /// directory exists before the open, made by an application that did not sync its parent: a crash before the
     /// open syncs it drops the directory, so the open must sync it before the first acknowledgment.
     @Test("a crash at any operation of creating a store and its first commit gives an empty or the committed store",
+          .heavy,
           arguments: [(EngineOptions.PageCompression.lz4, 512, false), (.lz4Records, 512, false), (.lz4, 4096, false),
                       (.lz4, 512, true)])
     func crashDuringCreate(compression: EngineOptions.PageCompression, sectorSize: Int, directoryMadeUnsynced: Bool) throws {

@@ -192,7 +192,8 @@ struct FaultInjectionTests {
 
     // MARK: 15. ENOSPC at every write
 
-    @Test("ENOSPC (short write) at every write of a workload with a roll: error surfaced, nothing acknowledged lost")
+    @Test("ENOSPC (short write) at every write of a workload with a roll: error surfaced, nothing acknowledged lost",
+          .heavy)
     func enospcAtEveryWrite() throws {
         let start = ContinuousClock.now
         let rollBase = CrashRollBase.shared
@@ -287,7 +288,7 @@ struct FaultInjectionTests {
 
     // MARK: 16. I/O-error loop during writes
 
-    @Test("EIO at the N-th operation of any kind, once and persistent: typed errors, then a clean reopen")
+    @Test("EIO at the N-th operation of any kind, once and persistent: typed errors, then a clean reopen", .heavy)
     func ioErrorLoopDuringWrites() throws {
         let start = ContinuousClock.now
         let rollBase = CrashRollBase.shared
@@ -433,7 +434,8 @@ struct FaultInjectionTests {
         return bases.map { (name: $0.0, fs: $0.1, acknowledged: $0.2, attempted: $0.3, models: $0.4) }
     }
 
-    @Test("EIO at the N-th recovery operation, once and persistent (then a crash): typed error or success, reopen")
+    @Test("EIO at the N-th recovery operation, once and persistent (then a crash): typed error or success, reopen",
+          .heavy)
     func ioErrorLoopDuringRecovery() throws {
         let start = ContinuousClock.now
         var cases = 0

@@ -54,7 +54,8 @@ struct KillNineCompactionTests {
         }
     }
 
-    @Test("kill -9 during compactions: acknowledged batches kept, indexes consistent, no orphans, no resurrection")
+    @Test("kill -9 during compactions: acknowledged batches kept, indexes consistent, no orphans, no resurrection",
+          .heavy)
     func killNineLoopWithCompaction() throws {
         let child = try KillNineTests.requireChild()
         let environment = ProcessInfo.processInfo.environment

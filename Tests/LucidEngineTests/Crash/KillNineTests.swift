@@ -20,7 +20,7 @@ import Darwin
 /// random by default), `LUCID_CRASH_CHILD` (path of the child binary, when not next to the test binary).
 @Suite("Crash: kill -9 loop")
 struct KillNineTests {
-    @Test("kill -9 at random moments never loses an acknowledged batch nor keeps a partial one")
+    @Test("kill -9 at random moments never loses an acknowledged batch nor keeps a partial one", .heavy)
     func killNineLoop() throws {
         let child = try Self.requireChild()
         let environment = ProcessInfo.processInfo.environment

@@ -24,7 +24,7 @@ struct GroupPublishTests {
         return terms
     }
 
-    @Test("big groups with overwrites, deletes and repeated keys match the log, before and after reopening",
+    @Test("big groups with overwrites, deletes and repeated keys match the log, before and after reopening", .heavy,
           arguments: [false, true])
     func bigGroups(random: Bool) throws {
         try EngineTest.withTemporaryDirectory { dir in

@@ -87,6 +87,7 @@ struct InPlaceReadsTests {
     }
 
     @Test("uncompressed stores read back across roll, reopen and compaction, mapped or not; checked pages skip the cache",
+          .heavy,
           arguments: [true, false], inPlace)
     func roundTrip(mapped: Bool, compression: EngineOptions.PageCompression) throws {
         try EngineTest.withTemporaryDirectory { dir in

@@ -31,7 +31,7 @@ struct EngineModelTests {
 
     static let keyspaceNames = ["alpha", "beta", "γάμμα-ks"]
 
-    @Test("random operations and reopens match the model", arguments: runs)
+    @Test("random operations and reopens match the model", .heavy, arguments: runs)
     func randomOperationsMatchModel(run: Run) throws {
         try EngineTest.withTemporaryDirectory { dir in
             var rng = EngineTest.SplitMix64(seed: run.seed)

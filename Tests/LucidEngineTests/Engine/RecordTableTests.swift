@@ -74,7 +74,7 @@ struct RecordTableTests {
         #expect(try snapshot.recordTable(in: "absent").isEmpty)
     }
 
-    @Test("storage-order reads equal the key-order walk, with and without cache and mapping, across compaction",
+    @Test("storage-order reads equal the key-order walk, with and without cache and mapping, across compaction", .heavy,
           arguments: [(0, false), (0, true), (8 << 20, false), (8 << 20, true)])
     func matchesTheKeyOrderWalk(cacheBytes: Int, mapped: Bool) throws {
         try EngineTest.withTemporaryDirectory { dir in

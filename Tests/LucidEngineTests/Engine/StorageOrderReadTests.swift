@@ -113,7 +113,7 @@ struct StorageOrderReadTests {
         #expect(wholePages.withLock { $0 })
     }
 
-    @Test("a table read on several threads equals the key-order walk", arguments: [0, 1 << 20])
+    @Test("a table read on several threads equals the key-order walk", .heavy, arguments: [0, 1 << 20])
     func largeTableMatchesTheWalk(cacheBytes: Int) throws {
         try EngineTest.withTemporaryDirectory { dir in
             let engine = try Engine.open(at: dir, options: Self.options(cacheBytes: cacheBytes))

@@ -7,7 +7,7 @@ import Testing
 /// 3,016 bytes, a multiple of 8, so that LZ4 output of exactly 7/8 of it (2,639 bytes) can occur: the edge case.
 @Suite("Page compression threshold")
 struct CompressionThresholdTests {
-    @Test("a page is stored compressed exactly when LZ4 saves at least 1/8 of its payload")
+    @Test("a page is stored compressed exactly when LZ4 saves at least 1/8 of its payload", .heavy)
     func threshold() throws {
         var random = EngineTest.SplitMix64(seed: 8)
         let noise = (0..<3_005).map { _ in UInt8(truncatingIfNeeded: random.next()) }

@@ -170,7 +170,8 @@ struct RecordCompressionTests {
                 == [IndexTerm(index: "genre", value: .string("g1"))], "\(tag): terms")
     }
 
-    @Test("a store moves between page kinds: each page reads as it was written, a segment keeps its kind until it rolls")
+    @Test("a store moves between page kinds: each page reads as it was written, a segment keeps its kind until it rolls",
+          .heavy)
     func switchingModes() throws {
         try EngineTest.withTemporaryDirectory { dir in
             var generations = [Int](repeating: 0, count: 30_000)

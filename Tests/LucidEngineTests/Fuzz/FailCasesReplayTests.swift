@@ -32,7 +32,7 @@ struct FailCasesReplayTests {
 
     /// Every input that ever crashed a target or broke one of its checks, and the committed seed corpus. Inputs
     /// listed in KNOWN-ISSUES are expected to fail (and this test fails when one no longer does).
-    @Test(arguments: FuzzTarget.allCases)
+    @Test(.heavy, arguments: FuzzTarget.allCases)
     func replay(_ target: FuzzTarget) throws {
         let failCases = Self.inputs("FailCases", target)
         let seeds = Self.inputs("Corpus", target)

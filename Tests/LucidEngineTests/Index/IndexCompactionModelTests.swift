@@ -76,7 +76,8 @@ struct IndexCompactionModelTests {
         }
     }
 
-    @Test("random writes, seals, compactions and reopens keep every index query equal to the model", arguments: runs)
+    @Test("random writes, seals, compactions and reopens keep every index query equal to the model",
+          .heavy, arguments: runs)
     func randomCompactionsMatchModel(run: Run) throws {
         try IndexTest.withTemporaryDirectory { root in
             var rng = IndexTest.SplitMix64(seed: run.seed)

@@ -346,7 +346,7 @@ struct IndexModelTests {
     /// In this order: a crash image after a clean reopen replays the log on top of the checkpoint written at close.
     enum Reopen: CaseIterable { case clean, crashImage, withoutCheckpoint }
 
-    @Test("random index operations and reopens match the model", arguments: runs)
+    @Test("random index operations and reopens match the model", .heavy, arguments: runs)
     func randomOperationsMatchModel(run: Run) throws {
         try IndexTest.withTemporaryDirectory { root in
             var rng = IndexTest.SplitMix64(seed: run.seed)

@@ -128,6 +128,7 @@ struct IndexValidationTests {
     /// `excess`: the record's size as `WriteBatch.validate` counts it (`RecordCodec.encodedSize` with the widest
     /// sequence delta) minus `Format.maxRawPageLength`; nil for the largest value (4 MiB) with 4096 1-KiB terms.
     @Test("records at and over the page limit: accepted ones stay readable and durable, larger ones are refused",
+          .heavy,
           arguments: [0, 1, nil] as [Int?])
     func recordAtPageLimit(excess: Int?) throws {
         let seed: UInt64 = 0x1DE5_0B16

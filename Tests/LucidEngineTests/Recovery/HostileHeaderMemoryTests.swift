@@ -63,6 +63,7 @@ struct HostileHeaderMemoryTests {
     }
 
     @Test("verify and recover of a store with a hostile page exit with a status, in the tail or before synced pages",
+          .heavy,
           arguments: HostileHeaderTests.cases)
     func hostilePageUnderTheLimit(_ hostile: HostileHeaderTests.Case) throws {
         for placement in ["tail", "middle"] {

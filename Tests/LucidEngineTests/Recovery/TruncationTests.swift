@@ -65,6 +65,7 @@ struct TruncationTests {
     /// With records compressed one by one (`.lz4Records`) every byte of the log is cut, from its first group on,
     /// which starts with the segment's dictionary page.
     @Test("truncating the active segment at every byte of the last four groups recovers the last complete group",
+          .heavy,
           arguments: [EngineOptions.PageCompression.lz4, .lz4Records])
     func truncationAtEveryByte(compression: EngineOptions.PageCompression) throws {
         let seed: UInt64 = 0x7A11_0C0D
