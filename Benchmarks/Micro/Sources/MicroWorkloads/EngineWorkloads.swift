@@ -8,7 +8,8 @@ import Foundation
 // fdatasync latency, which lucid-compare's commit_single/commit_8_writers cover.
 //
 // The B-tree is internal: its insert and lookup are measured through the public Engine API (commit and get, which
-// also pay the write path's log page and the read path's snapshot). Pages are internal too: page encoding and
+// also pay the write path's log page and the read path's snapshot), and alone through the `@_spi(Fuzzing)` type
+// `FuzzingSupport.PrimaryTree` (the engine's primary-index tree). Pages are internal too: page encoding and
 // decoding with LZ4 are measured through the `@_spi(Fuzzing)` entry points the fuzz targets use
 // (`FuzzingSupport.encodePages`, the writer's PageBuilder; `decodePage`, the recovery scanner's full validation),
 // which add a conversion from and to plain record values around the engine's own code.
@@ -83,6 +84,36 @@ private func benchmarkPage() -> (records: [FuzzingSupport.Record], page: [UInt8]
     return (contents, page)
 }
 
+/// Writes key `i` in random order into `key` (16 bytes, written in place: no allocation): a hash of `i`, then `i`.
+private func setRandomKey(_ i: Int, in key: inout [UInt8]) {
+    let n = UInt64(truncatingIfNeeded: i)
+    key.withUnsafeMutableBytes {
+        $0.storeBytes(of: (n &* 0x9E37_79B9_7F4A_7C15).bigEndian, toByteOffset: 0, as: UInt64.self)
+        $0.storeBytes(of: n.bigEndian, toByteOffset: 8, as: UInt64.self)
+    }
+}
+
+/// The engine's primary-index B-tree (through the fuzzing SPI) holding `records` keys in random order, and the next
+/// key to insert.
+private final class TreeRunner: SynchronousMicroRunner, @unchecked Sendable {
+    var tree = FuzzingSupport.PrimaryTree()
+    var next = records
+    /// The key an operation inserts or looks up, rewritten in place each time.
+    var key = [UInt8](repeating: 0, count: 16)
+    let body: (TreeRunner, Int) -> Void
+
+    init(_ body: @escaping (TreeRunner, Int) -> Void) {
+        for i in 0..<records {
+            setRandomKey(i, in: &key)
+            tree.insert(key, sequence: UInt64(i))
+        }
+        guard tree.count == records else { fatalError("the benchmark tree lost keys") }
+        self.body = body
+    }
+
+    func runNow(_ operations: Int) throws { body(self, operations) }
+}
+
 extension MicroWorkload {
     /// LucidEngine's workloads (target `LucidEngineMicro`).
     public static let engine: [MicroWorkload] = {
@@ -108,6 +139,26 @@ extension MicroWorkload {
                 try EngineRunner { runner, operations in
                     var draws = Draws()
                     for _ in 0..<operations { consume(try runner.engine.get(key(draws.next(records)), in: keyspace)) }
+                }
+            },
+            // The B-tree alone: an insert of a new key in random order (the tree grows by one), and a lookup of a
+            // present key drawn from a fixed-seed generator, in a tree of 100k keys of 16 bytes.
+            .synchronous("btree-insert-random", operationsPerIteration: 1000) {
+                TreeRunner { runner, operations in
+                    for _ in 0..<operations {
+                        setRandomKey(runner.next, in: &runner.key)
+                        runner.tree.insert(runner.key, sequence: UInt64(runner.next))
+                        runner.next += 1
+                    }
+                }
+            },
+            .synchronous("btree-lookup-random", operationsPerIteration: 1000) {
+                TreeRunner { runner, operations in
+                    var draws = Draws()
+                    for _ in 0..<operations {
+                        setRandomKey(draws.next(records), in: &runner.key)
+                        consume(runner.tree.sequence(forKey: runner.key))
+                    }
                 }
             },
             // A scan of 1000 records from a start key that moves by 7919 records per scan.
