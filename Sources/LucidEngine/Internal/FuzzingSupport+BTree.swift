@@ -1,8 +1,8 @@
 @_spi(Fuzzing) extension FuzzingSupport {
     /// The engine's primary index, `BTree<RecordLocation>` (the tree each keyspace's records are found through),
-    /// behind the few calls the micro-benchmarks of its insert and lookup need (`Benchmarks/Micro`, workloads
-    /// `btree-insert-random` and `btree-lookup-random`), so that those measure the tree alone rather than through a
-    /// commit or a get. Each key's location carries only a sequence number. Not API.
+    /// behind the few calls the micro-benchmarks of its insert, removal and lookup need (`Benchmarks/Micro`,
+    /// workloads `btree-insert-remove-random` and `btree-lookup-random`), so that those measure the tree alone rather
+    /// than through a commit or a get. Each key's location carries only a sequence number. Not API.
     ///
     /// A value type with the tree's semantics: copying it is O(1) and the copy is a snapshot.
     public struct PrimaryTree: Sendable {
@@ -15,12 +15,20 @@
         public var count: Int { tree.count }
 
         /// Stores `sequence` (in a location) for `key`; returns whether the key was new. O(log n); a node split or a
-        /// copy of nodes a snapshot shares costs O(node size) each.
+        /// copy of nodes a snapshot shares costs O(node size) each. Traps for a key longer than 16 MiB (the tree's
+        /// limit; the engine refuses keys over 1 KiB before they reach it).
         @discardableResult
         public mutating func insert(_ key: [UInt8], sequence: UInt64) -> Bool {
             let location = RecordLocation(segment: 1, pageOffset: 0, valueOffset: 0, valueLength: 0, hasTerms: false,
                                           sequence: sequence)
             return tree.updateValue(location, forKey: key) == nil
+        }
+
+        /// Removes `key`; returns whether it was there. O(log n), as ``insert(_:sequence:)``, plus the merge or
+        /// rebalancing of a node left underfull.
+        @discardableResult
+        public mutating func remove(_ key: [UInt8]) -> Bool {
+            tree.removeValue(forKey: key) != nil
         }
 
         /// The sequence stored for `key`, if any: the point lookup every get starts with. O(log n), allocation-free.

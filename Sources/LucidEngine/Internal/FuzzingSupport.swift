@@ -1,10 +1,11 @@
 /// Thin entry points into the engine's internal decoders and encoders, for the libFuzzer targets in `Fuzz/` and
-/// the checks they share with the replay test (`Tests/LucidEngineTests/Fuzz/`).
+/// the checks they share with the replay test (`Tests/LucidEngineTests/Fuzz/`), and into its B-tree and pages for
+/// the micro-benchmarks in `Benchmarks/Micro`.
 ///
 /// Nothing here has behaviour of its own: each function feeds bytes to the same code recovery runs
 /// (``SegmentScanner``, ``RecordCodec``, ``Manifest/decode(_:file:)``, ``SegmentHeader/decode(_:file:)``) or builds
-/// a page with the writer's ``PageBuilder``, and converts the result into plain values. Not API: the SPI may change
-/// with any internal change.
+/// a page with the writer's ``PageBuilder``, and converts the result into plain values; ``PrimaryTree`` holds the
+/// engine's primary-index tree behind a few of its own calls. Not API: the SPI may change with any internal change.
 @_spi(Fuzzing) public enum FuzzingSupport {
     /// One record as stored in a page. Names are the stored bytes (the format says UTF-8; the decoder does not check).
     public struct Record: Hashable, Sendable {

@@ -9,10 +9,14 @@
 // `HeavyTestThreads`, a fixed set of threads of its own (through a task executor preference), so the global
 // executor stays free for the others; the operating system shares the processors between both.
 
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
+import Synchronization
 import Testing
 
-/// A task executor backed by a fixed set of threads, which run its jobs in the order they were enqueued.
+/// A task executor backed by a fixed set of threads, which take its jobs in the order they were enqueued.
 ///
 /// Only for synchronous tests (through ``HeavyTest``): a job holds its thread until it suspends or ends, and the
 /// threads are few, so an asynchronous test that blocked one of them waiting for a child task (children inherit the
@@ -21,22 +25,30 @@ final class HeavyTestThreads: TaskExecutor {
     /// The threads every `.heavy` test shares: as many as the processors, at least 2.
     static let shared = HeavyTestThreads(count: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
-    /// The name of the threads (a test checks that it runs on one).
-    static let threadName = "lucid-heavy"
+    /// The system threads of every `HeavyTestThreads`, each added by the thread itself before it takes a job.
+    private static let threads = Mutex<Set<pthread_t>>([])
+
+    /// Whether the caller runs on one of the executor's threads (a test checks that `.heavy` tests do).
+    static var isCurrentThread: Bool {
+        let current = pthread_self()
+        return threads.withLock { $0.contains(current) }
+    }
 
     private let queue = JobQueue()
 
     private init(count: Int) {
         for _ in 0..<count {
             let thread = Thread { [queue, unowned self] in
-                // Named from the thread itself, which is when Foundation names the system thread (a name longer
-                // than 15 bytes is refused).
-                Thread.current.name = HeavyTestThreads.threadName
+                let current = pthread_self()
+                _ = HeavyTestThreads.threads.withLock { $0.insert(current) }
                 while true { queue.next().runSynchronously(on: self.asUnownedTaskExecutor()) }
             }
-            // The same stack a thread of the global executor has (the model tests recurse through the B-tree).
+            // At least the stack a thread of the global executor has on Linux (8 MiB; the model tests recurse
+            // through the B-tree).
             thread.stackSize = 8 << 20
             thread.start()
+            // For debuggers and `top` (at most 15 bytes); Foundation names the system thread once it is started.
+            thread.name = "lucid-heavy"
         }
     }
 
@@ -75,10 +87,9 @@ final class HeavyTestThreads: TaskExecutor {
 }
 
 /// Runs each test (each case of a parameterized one) it applies to on ``HeavyTestThreads``. Apply it to synchronous
-/// tests only (see ``HeavyTestThreads``).
-struct HeavyTest: TestTrait, SuiteTrait, TestScoping {
-    var isRecursive: Bool { true }
-
+/// tests only (see ``HeavyTestThreads``); it is a test trait only, so that it sits next to a visibly synchronous
+/// function rather than on a suite that may gain asynchronous tests.
+struct HeavyTest: TestTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?,
                       performing function: @Sendable () async throws -> Void) async throws {
         try await withTaskExecutorPreference(HeavyTestThreads.shared) { try await function() }

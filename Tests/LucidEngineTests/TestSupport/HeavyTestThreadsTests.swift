@@ -1,4 +1,3 @@
-import Foundation
 import Testing
 
 /// The `.heavy` trait (Support/HeavyTestThreads.swift) moves a synchronous test off the global executor's threads:
@@ -7,16 +6,16 @@ import Testing
 struct HeavyTestThreadsTests {
     @Test("a .heavy test runs on a heavy-test thread", .heavy)
     func heavyTestRunsOnItsThreads() {
-        #expect(Thread.current.name == HeavyTestThreads.threadName)
+        #expect(HeavyTestThreads.isCurrentThread)
     }
 
     @Test("every case of a parameterized .heavy test does too", .heavy, arguments: 0..<4)
     func everyCaseRunsOnItsThreads(_ index: Int) {
-        #expect(Thread.current.name == HeavyTestThreads.threadName, "case \(index)")
+        #expect(HeavyTestThreads.isCurrentThread, "case \(index)")
     }
 
     @Test("a test without the trait runs elsewhere")
     func plainTestRunsElsewhere() {
-        #expect(Thread.current.name != HeavyTestThreads.threadName)
+        #expect(!HeavyTestThreads.isCurrentThread)
     }
 }

@@ -17,9 +17,13 @@ import Foundation
 private let keyspace = "micro"
 private let records = 100_000
 
+/// The multiplier that scatters key numbers (the golden ratio's 64-bit fraction).
+private let scatter: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+/// Key `i` in ascending order: `i`, then a hash of it.
 private func key(_ i: Int) -> [UInt8] {
     withUnsafeBytes(of: UInt64(truncatingIfNeeded: i).bigEndian) { Array($0) }
-        + withUnsafeBytes(of: (UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15).bigEndian) { Array($0) }
+        + withUnsafeBytes(of: (UInt64(truncatingIfNeeded: i) &* scatter).bigEndian) { Array($0) }
 }
 
 private func value(_ i: Int) -> [UInt8] {
@@ -84,21 +88,23 @@ private func benchmarkPage() -> (records: [FuzzingSupport.Record], page: [UInt8]
     return (contents, page)
 }
 
-/// Writes key `i` in random order into `key` (16 bytes, written in place: no allocation): a hash of `i`, then `i`.
+/// Writes key `i` in random order into `key` (16 bytes, written in place: no allocation): a hash of `i`, then `i`
+/// (the halves of ``key(_:)`` swapped).
 private func setRandomKey(_ i: Int, in key: inout [UInt8]) {
     let n = UInt64(truncatingIfNeeded: i)
     key.withUnsafeMutableBytes {
-        $0.storeBytes(of: (n &* 0x9E37_79B9_7F4A_7C15).bigEndian, toByteOffset: 0, as: UInt64.self)
+        $0.storeBytes(of: (n &* scatter).bigEndian, toByteOffset: 0, as: UInt64.self)
         $0.storeBytes(of: n.bigEndian, toByteOffset: 8, as: UInt64.self)
     }
 }
 
-/// The engine's primary-index B-tree (through the fuzzing SPI) holding `records` keys in random order, and the next
-/// key to insert.
+/// The engine's primary-index B-tree (through the fuzzing SPI) holding `records` keys in random order: keys
+/// `oldest..<next`.
 private final class TreeRunner: SynchronousMicroRunner, @unchecked Sendable {
     var tree = FuzzingSupport.PrimaryTree()
+    var oldest = 0
     var next = records
-    /// The key an operation inserts or looks up, rewritten in place each time.
+    /// The key an operation inserts, removes or looks up, rewritten in place each time.
     var key = [UInt8](repeating: 0, count: 16)
     let body: (TreeRunner, Int) -> Void
 
@@ -141,14 +147,18 @@ extension MicroWorkload {
                     for _ in 0..<operations { consume(try runner.engine.get(key(draws.next(records)), in: keyspace)) }
                 }
             },
-            // The B-tree alone: an insert of a new key in random order (the tree grows by one), and a lookup of a
-            // present key drawn from a fixed-seed generator, in a tree of 100k keys of 16 bytes.
-            .synchronous("btree-insert-random", operationsPerIteration: 1000) {
+            // The B-tree alone, 100k keys of 16 bytes in random order: an insert of a new key and the removal of the
+            // oldest one (so that the tree keeps its size however long the run), and a lookup of a present key drawn
+            // from a fixed-seed generator.
+            .synchronous("btree-insert-remove-random", operationsPerIteration: 1000) {
                 TreeRunner { runner, operations in
                     for _ in 0..<operations {
                         setRandomKey(runner.next, in: &runner.key)
                         runner.tree.insert(runner.key, sequence: UInt64(runner.next))
                         runner.next += 1
+                        setRandomKey(runner.oldest, in: &runner.key)
+                        runner.tree.remove(runner.key)
+                        runner.oldest += 1
                     }
                 }
             },
