@@ -37,12 +37,11 @@ struct TruncationTests {
             }
             batches.append(ops)
         }
-        // A group of two pages of incompressible values (before the range that is cut byte by byte).
+        // A group of two pages of incompressible values.
         batches.append([.put(keyspace: "t1", key: key(3), value: rng.bytes(1_500)),
                         .put(keyspace: "t1", key: key(4), value: rng.bytes(1_500)),
                         .put(keyspace: "t2", key: key(5), value: rng.bytes(1_500))])
-        // The last four, over which every truncation point is tried:
-        // a small record followed by one larger than a page (two pages, the second of its own)...
+        // Then a small record followed by one larger than a page (two pages, the second of its own)...
         batches.append([.put(keyspace: "t1", key: key(1), value: rng.bytes(20)),
                         .put(keyspace: "t2", key: key(2), value: rng.bytes(4_120))])
         // ...a delete and an overwrite in one small page...
@@ -62,9 +61,9 @@ struct TruncationTests {
         return (models, boundaries)
     }
 
-    /// With records compressed one by one (`.lz4Records`) every byte of the log is cut, from its first group on,
-    /// which starts with the segment's dictionary page.
-    @Test("truncating the active segment at every byte of the last four groups recovers the last complete group",
+    /// Every byte of the log is cut, from its first group on (with records compressed one by one, `.lz4Records`, it
+    /// starts with the segment's dictionary page).
+    @Test("truncating the active segment at every byte recovers the last complete group",
           .heavy,
           arguments: [EngineOptions.PageCompression.lz4, .lz4Records])
     func truncationAtEveryByte(compression: EngineOptions.PageCompression) throws {
@@ -91,7 +90,7 @@ struct TruncationTests {
             }
 
             let options = EngineTest.options(sync: .always, compression: compression)
-            let start = compression == .lz4Records ? boundaries[0] : boundaries[boundaries.count - 5]
+            let start = boundaries[0]
             let failures = EngineTest.FailureLog()
 
             // Four workers, each with its own copy of the store, share the cut points (opens mostly wait on the
