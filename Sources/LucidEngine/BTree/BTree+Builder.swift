@@ -121,7 +121,7 @@ extension BTree {
                 let rest = children.count - index - take
                 if rest > 0 && rest < BTreeLayout.minInternalChildren { take = (children.count - index + 1) / 2 }
                 let node = Node(isLeaf: false)
-                node.children.reserveCapacity(take)
+                node.reserveChildren(take)
                 node.keyEnds.reserveCapacity(take - 1)
                 for j in index..<(index + take) {
                     if j > index {
@@ -135,7 +135,7 @@ extension BTree {
                         }
                         node.keyEnds.append(UInt32(truncatingIfNeeded: node.keyBytes.count))
                     }
-                    node.children.append(children[j])
+                    node.appendChild(children[j])
                 }
                 node.rebuildHeads()
                 parents.append(node)

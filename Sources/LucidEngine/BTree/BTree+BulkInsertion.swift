@@ -17,7 +17,7 @@ extension BTree {
             var splits = root.insertSorted(0 ..< view.count, batch, added: &added, replaced: replaced)
             while !splits.isEmpty {
                 let newRoot = Node(isLeaf: false)
-                newRoot.children = [root]
+                newRoot.appendChild(root)
                 newRoot.insertSplits(splits, afterChild: 0)
                 root = newRoot
                 splits = newRoot.children.count > BTreeLayout.maxInternalChildren ? newRoot.splitInternalMany() : []
@@ -73,6 +73,7 @@ extension BTree.Node {
         forEachRun(of: range, batch.keys) { child, run in
             ensureUniqueChild(at: child)
             let splits = children[child].insertSorted(run, batch, added: &added, replaced: replaced)
+            childChanged(at: child)
             if !splits.isEmpty { childSplits.append((child, splits)) }
         }
         for (child, splits) in childSplits.reversed() { insertSplits(splits, afterChild: child) }
@@ -84,7 +85,7 @@ extension BTree.Node {
         for (offset, split) in splits.enumerated() {
             split.separator.withUnsafeBytes { insertKey($0, at: child + offset) }
         }
-        children.insert(contentsOf: splits.map(\.node), at: child + 1)
+        insertChildren(splits.map(\.node), at: child + 1)
     }
 
     /// Splits an overfull leaf into as many leaves as needed, keeping the first here. A leaf at most one
@@ -158,12 +159,12 @@ extension BTree.Node {
             // Children `from ..< to` and the separators between them; separator `from - 1` moves up.
             let from = bounds[p], to = bounds[p + 1]
             node.appendKeys(of: self, in: from ..< (to - 1))
-            node.children.append(contentsOf: children[from ..< to])
+            node.appendChildren(of: self, in: from ..< to)
             splits.append(BTree.Split(separator: key(at: from - 1), node: node))
         }
         let keep = bounds[1]
         removeKeys(from: keep - 1)
-        children.removeSubrange(keep...)
+        removeChildren(from: keep)
         return splits
     }
 }

@@ -47,6 +47,7 @@ extension BTree.Node {
         let index = childIndex(for: key)
         ensureUniqueChild(at: index)
         guard let old = children[index].remove(key) else { return nil }
+        childChanged(at: index)
         if children[index].isUnderfull { rebalanceChild(at: index) }
         return old
     }
@@ -71,15 +72,16 @@ extension BTree.Node {
         } else {
             withKey(at: leftIndex) { left.appendKey($0) }
             left.appendKeys(of: right, in: 0 ..< right.keyCount)
-            left.children.append(contentsOf: right.children)
+            left.appendChildren(of: right, in: 0 ..< right.children.count)
             split = left.children.count > BTreeLayout.maxInternalChildren ? left.splitInternal() : nil
         }
         if let split {
-            children[rightIndex] = split.node
+            replaceChild(at: rightIndex, with: split.node)
             replaceKey(at: leftIndex, with: split.separator)
         } else {
-            children.remove(at: rightIndex)
+            removeChild(at: rightIndex)
             removeKey(at: leftIndex)
         }
+        childChanged(at: leftIndex)
     }
 }

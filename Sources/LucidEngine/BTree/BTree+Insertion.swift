@@ -19,7 +19,8 @@ extension BTree {
         if let split {
             let newRoot = Node(isLeaf: false)
             split.separator.withUnsafeBytes { newRoot.appendKey($0) }
-            newRoot.children = [root, split.node]
+            newRoot.appendChild(root)
+            newRoot.appendChild(split.node)
             root = newRoot
         }
         if old == nil { entryCount += 1 }
@@ -50,9 +51,10 @@ extension BTree.Node {
         let index = childIndex(for: key)
         ensureUniqueChild(at: index)
         let (old, childSplit) = children[index].insert(value, forKey: key)
+        childChanged(at: index)
         guard let childSplit else { return (old, nil) }
         childSplit.separator.withUnsafeBytes { insertKey($0, at: index) }
-        children.insert(childSplit.node, at: index + 1)
+        insertChild(childSplit.node, at: index + 1)
         return (old, children.count > BTreeLayout.maxInternalChildren ? splitInternal() : nil)
     }
 
@@ -96,10 +98,10 @@ extension BTree.Node {
         let right = BTree.Node(isLeaf: false)
         right.reserveCapacity(keys: total, keyBytes: keyBytes.count)
         right.appendKeys(of: self, in: mid ..< keyCount)
-        right.children.append(contentsOf: children[mid...])
+        right.appendChildren(of: self, in: mid ..< total)
         let separator = key(at: mid - 1)
         removeKeys(from: mid - 1)
-        children.removeSubrange(mid...)
+        removeChildren(from: mid)
         return BTree.Split(separator: separator, node: right)
     }
 }

@@ -88,8 +88,21 @@ extension BTree.Node {
             Self.prefetch(Self.storage(of: &keyEnds), bytes: 32 + 4 * BTreeLayout.maxLeafEntries)
             Self.prefetch(Self.storage(of: &values), bytes: 0)
         } else {
-            Self.prefetch(Self.storage(of: &children), bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
+            let storage = childStorage
+            Self.prefetch(storage.children, bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
+            Self.prefetch(storage.heads, bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
         }
+    }
+
+    /// Hints the CPU to load the heads of `children[i]`, at the address `childHeads[i]` recorded, so that they
+    /// arrive with the child object rather than after it (the object holds the reference to them): a descent
+    /// through nodes that are not in the CPU cache then waits for memory once per level, not twice. Reads no
+    /// child; changes nothing. O(1).
+    @inline(__always)
+    func prefetchChildHeads(_ i: Int) {
+        let hint = childHeads.withUnsafeBufferPointer { $0[i] }
+        guard let heads = UnsafeRawPointer(bitPattern: hint) else { return }
+        Self.prefetch(heads, bytes: 8 * BTreeLayout.maxLeafEntries)
     }
 
     /// The address of `array`'s storage object, read without retaining it. O(1).

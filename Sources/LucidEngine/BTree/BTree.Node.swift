@@ -36,8 +36,15 @@ extension BTree {
         @exclusivity(unchecked) var keyHeads: [UInt64]
         /// Leaf values, parallel to the keys; always empty in internal nodes.
         @exclusivity(unchecked) var values: [Value]
-        /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves.
-        @exclusivity(unchecked) var children: [Node]
+        /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves. Changed only through
+        /// the methods under "Editing children", which keep `childHeads` parallel to it.
+        @exclusivity(unchecked) private(set) var children: [Node]
+        /// Prefetch hints, parallel to `children`: `childHeads[i]` is the address of the first head of
+        /// `children[i]` (its `keyHeads` storage), so that a descent can start loading a child's heads together
+        /// with the child object instead of after it (`child(for:)`). Never dereferenced: a stale hint would only
+        /// make a prefetch useless. Kept current by the methods that change `children` and by
+        /// `childChanged(at:)`, which every mutation of a child calls once done; `checkInvariants` checks it.
+        @exclusivity(unchecked) private(set) var childHeads: [UInt]
         /// Sum of `BTreeLayout.entryCost` over a leaf's keys; 0 in internal nodes.
         @exclusivity(unchecked) var load: Int
         /// Every key of the node starts with the first `prefixLength` bytes of key 0 (0 when empty).
@@ -54,6 +61,7 @@ extension BTree {
             keyHeads = []
             values = []
             children = []
+            childHeads = []
             load = 0
             prefixLength = 0
             prefixHead = 0
@@ -67,6 +75,7 @@ extension BTree {
             keyHeads = other.keyHeads
             values = other.values
             children = other.children
+            childHeads = other.childHeads
             load = other.load
             prefixLength = other.prefixLength
             prefixHead = other.prefixHead
@@ -105,11 +114,85 @@ extension BTree {
             isLeaf ? load < BTreeLayout.minLeafLoad : children.count < BTreeLayout.minInternalChildren
         }
 
-        /// Replaces `children[i]` by a copy when another tree may share it, so it can be mutated. O(1).
+        /// Replaces `children[i]` by a copy when another tree may share it, so it can be mutated. O(1). (The copy
+        /// shares the original's storage, so `childHeads[i]` stays right until the caller mutates the child and
+        /// calls `childChanged(at:)`.)
         @inline(__always)
         func ensureUniqueChild(at i: Int) {
             if !isKnownUniquelyReferenced(&children[i]) { children[i] = children[i].copy() }
         }
+    }
+}
+
+// MARK: - Editing children
+
+extension BTree.Node {
+    /// The prefetch hint for `node`: the address of its first head (`childHeads`), 0 when it has none. O(1).
+    @inline(__always)
+    static func headsHint(of node: BTree.Node) -> UInt {
+        node.keyHeads.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+
+    /// Records that `children[i]` was mutated (its heads may have moved). Every mutation of a child, through
+    /// this node, ends with it. O(1).
+    @inline(__always)
+    func childChanged(at i: Int) {
+        childHeads[i] = Self.headsHint(of: children[i])
+    }
+
+    /// Reserves room for `count` children. O(1) on a node without children.
+    func reserveChildren(_ count: Int) {
+        children.reserveCapacity(count)
+        childHeads.reserveCapacity(count)
+    }
+
+    /// Inserts `node` as child `i`. O(children).
+    func insertChild(_ node: BTree.Node, at i: Int) {
+        children.insert(node, at: i)
+        childHeads.insert(Self.headsHint(of: node), at: i)
+    }
+
+    /// The addresses of the storage of `children` and `childHeads`, read without retaining them, for
+    /// `prefetchSearch`. O(1).
+    @inline(__always)
+    var childStorage: (children: UnsafeRawPointer, heads: UnsafeRawPointer) {
+        (Self.storage(of: &children), Self.storage(of: &childHeads))
+    }
+
+    /// Appends `node` as the last child. O(1) amortized.
+    func appendChild(_ node: BTree.Node) {
+        children.append(node)
+        childHeads.append(Self.headsHint(of: node))
+    }
+
+    /// Inserts `nodes` as children `i ..< i + nodes.count`. O(children).
+    func insertChildren(_ nodes: [BTree.Node], at i: Int) {
+        children.insert(contentsOf: nodes, at: i)
+        childHeads.insert(contentsOf: nodes.map(Self.headsHint(of:)), at: i)
+    }
+
+    /// Appends children `range` of `other` (with their hints) after the last child. O(range.count).
+    func appendChildren(of other: BTree.Node, in range: Range<Int>) {
+        children.append(contentsOf: other.children[range])
+        childHeads.append(contentsOf: other.childHeads[range])
+    }
+
+    /// Replaces child `i` by `node`. O(1).
+    func replaceChild(at i: Int, with node: BTree.Node) {
+        children[i] = node
+        childHeads[i] = Self.headsHint(of: node)
+    }
+
+    /// Removes child `i`. O(children).
+    func removeChild(at i: Int) {
+        children.remove(at: i)
+        childHeads.remove(at: i)
+    }
+
+    /// Removes every child from index `i` on. O(removed children).
+    func removeChildren(from i: Int) {
+        children.removeSubrange(i...)
+        childHeads.removeSubrange(i...)
     }
 }
 
@@ -246,6 +329,7 @@ extension BTree.Node {
     func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
         guard !isLeaf else { return nil }
         let index = childIndex(for: key)
+        prefetchChildHeads(index)
         return children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }
     }
 
@@ -314,6 +398,7 @@ extension BTree.Node {
         Self.makeRoom(in: &keyHeads, for: keyCount &+ keys)
         if isLeaf { Self.makeRoom(in: &values, for: keyCount &+ keys) } else {
             Self.makeRoom(in: &children, for: children.count &+ keys)
+            Self.makeRoom(in: &childHeads, for: childHeads.count &+ keys)
         }
     }
 
@@ -334,7 +419,10 @@ extension BTree.Node {
         keyBytes = Self.trimmedCopy(of: keyBytes)
         keyEnds = Self.trimmedCopy(of: keyEnds)
         keyHeads = Self.trimmedCopy(of: keyHeads)
-        if isLeaf { values = Self.trimmedCopy(of: values) } else { children = Self.trimmedCopy(of: children) }
+        if isLeaf { values = Self.trimmedCopy(of: values) } else {
+            children = Self.trimmedCopy(of: children)
+            childHeads = Self.trimmedCopy(of: childHeads)
+        }
     }
 
     /// Appends `key` after the last key. O(key length) amortized (see `insertKey`).
@@ -372,7 +460,10 @@ extension BTree.Node {
         keyBytes.reserveCapacity(byteCount)
         keyEnds.reserveCapacity(keys)
         keyHeads.reserveCapacity(keys)
-        if isLeaf { values.reserveCapacity(keys) } else { children.reserveCapacity(keys + 1) }
+        if isLeaf { values.reserveCapacity(keys) } else {
+            children.reserveCapacity(keys + 1)
+            childHeads.reserveCapacity(keys + 1)
+        }
     }
 
     /// Appends keys `range` of `other` after the last key, then rebuilds the heads.
