@@ -53,6 +53,12 @@ let package = Package(
             dependencies: ["MicroWorkloads", "CCallgrind"],
             path: "Sources/micro-instructions"
         ),
+        // Wall-clock lookups in a tree larger than the processor's caches (see its header).
+        .executableTarget(
+            name: "btree-lookup-timing",
+            dependencies: [.product(name: "LucidEngine", package: "Lucid")],
+            path: "Sources/btree-lookup-timing"
+        ),
         .executableTarget(
             name: "LucidEngineMicro",
             dependencies: [

@@ -201,7 +201,7 @@ extension BTree.Node {
 extension BTree.Node {
     /// The bytes of key `i` inside already-borrowed key storage. O(1).
     @inline(__always)
-    private static func key(
+    static func key(
         _ i: Int, _ ends: UnsafeBufferPointer<UInt32>, _ bytes: UnsafeRawBufferPointer
     ) -> UnsafeRawBufferPointer {
         let start = i == 0 ? 0 : Int(truncatingIfNeeded: ends[i &- 1])
@@ -309,6 +309,12 @@ extension BTree.Node {
     /// for the call holds its root), so every node below stays alive, and no other code runs
     /// during the call. Skipping the reference counting also keeps concurrent readers of one
     /// snapshot from contending on the refcounts of the upper nodes.
+    ///
+    /// Memory: a node object refers to its heads (each array is an allocation of its own), so a
+    /// descent through nodes that are not in the CPU cache would wait twice per level. Going
+    /// down, `child(for:)` starts loading the child's heads from the parent's hint
+    /// (`childHeads`) as the child object is loaded, and `prefetchSearch` the rest of what the
+    /// search reads once the object has arrived.
     func value(forKey key: UnsafeRawBufferPointer) -> Value? {
         var node = Unmanaged.passUnretained(self)
         while let child = node._withUnsafeGuaranteedRef({ node in
@@ -323,8 +329,9 @@ extension BTree.Node {
         }
     }
 
-    /// For an internal node, the unretained child whose range contains `key`; `nil` for a
-    /// leaf. The caller must keep this node alive while using the result. O(log keyCount).
+    /// For an internal node, the unretained child whose range contains `key`, whose heads it
+    /// starts loading (`prefetchChildHeads`); `nil` for a leaf. The caller must keep this node
+    /// alive while using the result. O(log keyCount).
     @inline(__always)
     func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
         guard !isLeaf else { return nil }
@@ -341,40 +348,9 @@ extension BTree.Node {
     }
 }
 
-// MARK: - Editing packed keys
+// MARK: - Storage capacity
 
 extension BTree.Node {
-    /// Inserts `key` so that it becomes key `i`. O(node key bytes + keyCount); O(node size)
-    /// when `key` lacks the node's shared prefix and the heads must be rebuilt.
-    func insertKey(_ key: UnsafeRawBufferPointer, at i: Int) {
-        let hasPrefix = prefixOrder(of: key) == 0
-        let start = keyStart(i)
-        let length = key.count
-        Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ length)
-        Self.makeRoom(in: &keyEnds, for: keyEnds.count &+ 1)
-        keyBytes.insert(contentsOf: key, at: start)
-        keyEnds.insert(UInt32(truncatingIfNeeded: start &+ length), at: i)
-        if length != 0 {
-            let delta = UInt32(truncatingIfNeeded: length)
-            keyEnds.withUnsafeMutableBufferPointer { ends in
-                for j in (i &+ 1) ..< ends.count { ends[j] &+= delta }
-            }
-        }
-        if hasPrefix {
-            Self.makeRoom(in: &keyHeads, for: keyHeads.count &+ 1)
-            keyHeads.insert(BTreeLayout.head(of: key, from: prefixLength), at: i)
-        } else {
-            rebuildHeads()
-        }
-    }
-
-    /// Inserts `value` as leaf value `i`, growing the storage as `makeRoom` does. O(keyCount).
-    @inline(__always)
-    func insertValue(_ value: Value, at i: Int) {
-        Self.makeRoom(in: &values, for: values.count &+ 1)
-        values.insert(value, at: i)
-    }
-
     /// Makes `array` able to hold `count` elements. When it must grow, it grows to a quarter more than `count`
     /// rather than doubling as the standard library would: with leaf splits and sorted runs trimming what they
     /// leave unused (`releaseSpareCapacity`), a leaf filled by insertions keeps its storage within about a quarter
@@ -425,35 +401,6 @@ extension BTree.Node {
         }
     }
 
-    /// Appends `key` after the last key. O(key length) amortized (see `insertKey`).
-    func appendKey(_ key: UnsafeRawBufferPointer) {
-        insertKey(key, at: keyCount)
-    }
-
-    /// Removes key `i`. O(node key bytes + keyCount).
-    func removeKey(at i: Int) {
-        let start = keyStart(i)
-        let end = Int(truncatingIfNeeded: keyEnds[i])
-        keyBytes.removeSubrange(start ..< end)
-        keyEnds.remove(at: i)
-        keyHeads.remove(at: i)
-        if keyEnds.isEmpty {
-            prefixLength = 0
-            prefixHead = 0
-        }
-        guard end != start else { return }
-        let delta = UInt32(truncatingIfNeeded: end &- start)
-        keyEnds.withUnsafeMutableBufferPointer { ends in
-            for j in i ..< ends.count { ends[j] &-= delta }
-        }
-    }
-
-    /// Replaces key `i` by `key`. O(node key bytes + keyCount).
-    func replaceKey(at i: Int, with key: [UInt8]) {
-        removeKey(at: i)
-        key.withUnsafeBytes { insertKey($0, at: i) }
-    }
-
     /// Reserves room for `keys` keys of `keyBytes` bytes in total (and their values or children). O(1) on an
     /// empty node.
     func reserveCapacity(keys: Int, keyBytes byteCount: Int) {
@@ -463,56 +410,6 @@ extension BTree.Node {
         if isLeaf { values.reserveCapacity(keys) } else {
             children.reserveCapacity(keys + 1)
             childHeads.reserveCapacity(keys + 1)
-        }
-    }
-
-    /// Appends keys `range` of `other` after the last key, then rebuilds the heads.
-    /// O(node size + copied bytes).
-    func appendKeys(of other: BTree.Node, in range: Range<Int>) {
-        guard !range.isEmpty else { return }
-        let sourceStart = other.keyStart(range.lowerBound)
-        let sourceEnd = Int(truncatingIfNeeded: other.keyEnds[range.upperBound &- 1])
-        let shift = keyBytes.count &- sourceStart
-        keyBytes.append(contentsOf: other.keyBytes[sourceStart ..< sourceEnd])
-        keyEnds.reserveCapacity(keyEnds.count &+ range.count)
-        for j in range {
-            keyEnds.append(UInt32(truncatingIfNeeded: Int(truncatingIfNeeded: other.keyEnds[j]) &+ shift))
-        }
-        rebuildHeads()
-    }
-
-    /// Removes every key from index `i` on, then rebuilds the heads. O(node size).
-    func removeKeys(from i: Int) {
-        keyBytes.removeSubrange(keyStart(i)...)
-        keyEnds.removeSubrange(i...)
-        rebuildHeads()
-    }
-
-    /// Recomputes `prefixLength` as the longest prefix shared by all keys (that of the first and
-    /// last, as keys are sorted), `prefixHead`, and every head. O(keyCount + prefix length).
-    func rebuildHeads() {
-        let count = keyCount
-        guard count > 0 else {
-            prefixLength = 0
-            prefixHead = 0
-            keyHeads.removeAll()
-            return
-        }
-        let length = withKey(at: 0) { first in
-            withKey(at: count - 1) { last in BTreeLayout.commonPrefixLength(first, last) }
-        }
-        prefixLength = length
-        prefixHead = withKey(at: 0) { first in
-            BTreeLayout.head(of: UnsafeRawBufferPointer(rebasing: first[0 ..< Swift.min(length, 8)]))
-        }
-        keyHeads.removeAll(keepingCapacity: true)
-        keyHeads.reserveCapacity(count)
-        keyEnds.withUnsafeBufferPointer { ends in
-            keyBytes.withUnsafeBytes { bytes in
-                for i in 0 ..< count {
-                    keyHeads.append(BTreeLayout.head(of: Self.key(i, ends, bytes), from: length))
-                }
-            }
         }
     }
 }
