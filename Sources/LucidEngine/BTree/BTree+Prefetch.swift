@@ -70,7 +70,8 @@ extension BTree.Node {
     }
 
     /// Hints the CPU to load, together, everything a search of this node reads once the node object itself
-    /// has arrived: every head, and the key offsets (leaf) or child references (internal node). A point
+    /// has arrived: every head, and the key offsets (leaf) or child references and their hints (internal node,
+    /// see `prefetchChildHeads`). A point
     /// lookup of a node that is not in the CPU cache otherwise waits for these one after the other: the
     /// heads' header, then each binary-search probe, then the offsets or the child. Sized for the largest
     /// node (`maxLeafEntries` entries, `maxInternalChildren` children); lines past an array's end are never
@@ -95,14 +96,15 @@ extension BTree.Node {
     }
 
     /// Hints the CPU to load the heads of `children[i]`, at the address `childHeads[i]` recorded, so that they
-    /// arrive with the child object rather than after it (the object holds the reference to them): a descent
-    /// through nodes that are not in the CPU cache then waits for memory once per level, not twice. Reads no
+    /// arrive with the child object rather than after it (the object holds the reference to them): the heads and
+    /// the binary search over them no longer wait for the object; the child's other arrays still do. Prefetches
+    /// the array's 32-byte header (its count, which the search reads) and the heads of the largest node. Reads no
     /// child; changes nothing. O(1).
     @inline(__always)
     func prefetchChildHeads(_ i: Int) {
         let hint = childHeads.withUnsafeBufferPointer { $0[i] }
-        guard let heads = UnsafeRawPointer(bitPattern: hint) else { return }
-        Self.prefetch(heads, bytes: 8 * BTreeLayout.maxLeafEntries)
+        guard let storage = UnsafeRawPointer(bitPattern: hint &- 32) else { return }
+        Self.prefetch(storage, bytes: 32 + 8 * BTreeLayout.maxLeafEntries)
     }
 
     /// The address of `array`'s storage object, read without retaining it. O(1).

@@ -36,8 +36,10 @@ extension BTree {
         @exclusivity(unchecked) var keyHeads: [UInt64]
         /// Leaf values, parallel to the keys; always empty in internal nodes.
         @exclusivity(unchecked) var values: [Value]
-        /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves. Changed only through
-        /// the methods under "Editing children", which keep `childHeads` parallel to it.
+        /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves. Set only in this file:
+        /// by the methods under "Editing children", which keep `childHeads` parallel to it, by
+        /// `ensureUniqueChild` (a copy that shares the child's storage, so the hint stays right) and by the
+        /// storage-capacity methods (which keep both arrays' contents).
         @exclusivity(unchecked) private(set) var children: [Node]
         /// Prefetch hints, parallel to `children`: `childHeads[i]` is the address of the first head of
         /// `children[i]` (its `keyHeads` storage), so that a descent can start loading a child's heads together
@@ -127,17 +129,20 @@ extension BTree {
 // MARK: - Editing children
 
 extension BTree.Node {
-    /// The prefetch hint for `node`: the address of its first head (`childHeads`), 0 when it has none. O(1).
+    /// The prefetch hint (`childHeads`) for `node`: the address of its first head, that is of the elements of its
+    /// `keyHeads`. O(1).
     @inline(__always)
     static func headsHint(of node: BTree.Node) -> UInt {
         node.keyHeads.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
     }
 
     /// Records that `children[i]` was mutated (its heads may have moved). Every mutation of a child, through
-    /// this node, ends with it. O(1).
+    /// this node, ends with it. Writes only when the hint changed: the node may have just been copied from a
+    /// snapshot, and a write would then copy its `childHeads` too. O(1).
     @inline(__always)
     func childChanged(at i: Int) {
-        childHeads[i] = Self.headsHint(of: children[i])
+        let hint = Self.headsHint(of: children[i])
+        if childHeads[i] != hint { childHeads[i] = hint }
     }
 
     /// Reserves room for `count` children. O(1) on a node without children.
@@ -310,11 +315,13 @@ extension BTree.Node {
     /// during the call. Skipping the reference counting also keeps concurrent readers of one
     /// snapshot from contending on the refcounts of the upper nodes.
     ///
-    /// Memory: a node object refers to its heads (each array is an allocation of its own), so a
-    /// descent through nodes that are not in the CPU cache would wait twice per level. Going
-    /// down, `child(for:)` starts loading the child's heads from the parent's hint
-    /// (`childHeads`) as the child object is loaded, and `prefetchSearch` the rest of what the
-    /// search reads once the object has arrived.
+    /// Memory: a node object refers to its arrays (each an allocation of its own), so in a
+    /// descent through nodes that are not in the CPU cache each array waits for the object.
+    /// Going down, `child(for:)` starts loading the child's heads from the parent's hint
+    /// (`childHeads`) as the child object is loaded, so the heads and the binary search no
+    /// longer wait for the object; the node's other arrays (children and hints, or a leaf's
+    /// key offsets, key bytes and values) still do, prefetched by `prefetchSearch` once it
+    /// has arrived.
     func value(forKey key: UnsafeRawBufferPointer) -> Value? {
         var node = Unmanaged.passUnretained(self)
         while let child = node._withUnsafeGuaranteedRef({ node in

@@ -2,8 +2,9 @@
 // well past the processor's caches) and 3M lookups of present keys in a fixed-seed random order, timed by the wall
 // clock. The package-benchmark workloads `btree-*` use 100k keys, which mostly fit the caches here, and callgrind
 // (`micro-instructions`) counts instructions, not waits; this is the figure a change to the nodes' memory layout
-// is judged by. Build it at each of the two commits to compare and alternate the runs (one run on this VM moves by
-// 10-20%):
+// is judged by. Build it at each of the two commits to compare (for a commit older than this tool, copy this file
+// and its target in Package.swift into a worktree of that commit) and alternate the runs (one run on this VM moves
+// by 10-20%):
 //
 //   swift run -c release --package-path Benchmarks/Micro btree-lookup-timing [keys] [lookups]
 //
@@ -53,4 +54,4 @@ for l in 0..<lookups {
     checksum &+= tree.sequence(forKey: probe) ?? .max
 }
 let nanoseconds = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(lookups)
-print(String(format: "%.1f ns per lookup, %d keys, %d lookups, checksum %llu", nanoseconds, keys, lookups, checksum))
+print(String(format: "%.1f ns per lookup, %ld keys, %ld lookups, checksum %llu", nanoseconds, keys, lookups, checksum))
