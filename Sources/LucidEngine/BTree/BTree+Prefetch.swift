@@ -82,9 +82,12 @@ extension BTree.Node {
     /// check runs either) but which the thread sanitizer's Swift access-race check reports as a modification.
     /// The read-only spellings tried (`withUnsafeBufferPointer`, a borrowing `withUnsafePointer`) each compile to
     /// a retain and release of the array, an atomic write to memory that readers share, per node visited.
+    ///
+    /// `heads: false` leaves out the heads, for a node reached through `child(for:)`, which prefetched them from
+    /// its parent's hint (`prefetchChildHeads`, the same lines).
     @inline(__always)
-    func prefetchSearch() {
-        Self.prefetch(Self.storage(of: &keyHeads), bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
+    func prefetchSearch(heads: Bool = true) {
+        if heads { Self.prefetch(Self.storage(of: &keyHeads), bytes: 32 + 8 * BTreeLayout.maxInternalChildren) }
         if isLeaf {
             Self.prefetch(Self.storage(of: &keyEnds), bytes: 32 + 4 * BTreeLayout.maxLeafEntries)
             Self.prefetch(Self.storage(of: &values), bytes: 0)

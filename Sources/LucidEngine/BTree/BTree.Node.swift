@@ -324,11 +324,13 @@ extension BTree.Node {
     /// has arrived.
     func value(forKey key: UnsafeRawBufferPointer) -> Value? {
         var node = Unmanaged.passUnretained(self)
+        var isTop = true   // below it, `child(for:)` has prefetched each node's heads
         while let child = node._withUnsafeGuaranteedRef({ node in
-            node.prefetchSearch()
+            node.prefetchSearch(heads: isTop)
             return node.child(for: key)
         }) {
             node = child
+            isTop = false
         }
         return node._withUnsafeGuaranteedRef { leaf in
             let (index, found) = leaf.search(key)
