@@ -56,7 +56,7 @@ let package = Package(
         // Wall-clock lookups in a tree larger than the processor's caches (see its header).
         .executableTarget(
             name: "btree-lookup-timing",
-            dependencies: [.product(name: "LucidEngine", package: "Lucid")],
+            dependencies: ["MicroWorkloads", .product(name: "LucidEngine", package: "Lucid")],
             path: "Sources/btree-lookup-timing"
         ),
         .executableTarget(

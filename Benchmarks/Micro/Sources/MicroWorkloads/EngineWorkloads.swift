@@ -89,8 +89,8 @@ private func benchmarkPage() -> (records: [FuzzingSupport.Record], page: [UInt8]
 }
 
 /// Writes key `i` in random order into `key` (16 bytes, written in place: no allocation): a hash of `i`, then `i`
-/// (the halves of ``key(_:)`` swapped).
-private func setRandomKey(_ i: Int, in key: inout [UInt8]) {
+/// (the halves of ``key(_:)`` swapped). Public for `btree-lookup-timing`, which fills its trees the same way.
+public func setRandomKey(_ i: Int, in key: inout [UInt8]) {
     let n = UInt64(truncatingIfNeeded: i)
     key.withUnsafeMutableBytes {
         $0.storeBytes(of: (n &* scatter).bigEndian, toByteOffset: 0, as: UInt64.self)

@@ -11,6 +11,7 @@
 // Prints the mean time per lookup and a checksum of the values found (equal across builds).
 @_spi(Fuzzing) import LucidEngine
 import Foundation
+import MicroWorkloads
 
 let arguments = CommandLine.arguments.dropFirst().map { Int($0) }
 guard arguments.allSatisfy({ $0 != nil && $0! > 0 }) else {
@@ -20,38 +21,30 @@ guard arguments.allSatisfy({ $0 != nil && $0! > 0 }) else {
 let keys = arguments.first.flatMap { $0 } ?? 1_000_000
 let lookups = arguments.dropFirst().first.flatMap { $0 } ?? 3_000_000
 
-/// Key `i`: 8 scattered bytes then `i` (16 bytes, the engine benchmark's key length), so inserting in `i` order
-/// fills the tree at random places, as the engine's random loads do.
-func key(_ i: Int) -> [UInt8] {
-    let n = UInt64(truncatingIfNeeded: i)
-    return withUnsafeBytes(of: ((n &* 0x9E37_79B9_7F4A_7C15).bigEndian, n.bigEndian)) { Array($0) }
-}
-
-/// A fixed-seed generator (a 64-bit LCG's high bits), so every build looks up the same keys in the same order.
-struct Draws {
-    var state: UInt64 = 42
-    mutating func next(below bound: Int) -> Int {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return Int((state >> 11) % UInt64(bound))
-    }
-}
-
+// The keys of the `btree-*` micro workloads (a scattered half, then the number), inserted in number order, so
+// that the tree fills at random places as the engine's random loads fill it.
+var key = [UInt8](repeating: 0, count: 16)
 var tree = FuzzingSupport.PrimaryTree()
-for i in 0..<keys { _ = tree.insert(key(i), sequence: UInt64(i)) }
+for i in 0..<keys {
+    setRandomKey(i, in: &key)
+    _ = tree.insert(key, sequence: UInt64(i))
+}
 var draws = Draws()
 // Keys are built before the clock starts, in one buffer read in order (the reads the hardware prefetches).
 var probes = [UInt8]()
 probes.reserveCapacity(16 * lookups)
-for _ in 0..<lookups { probes.append(contentsOf: key(draws.next(below: keys))) }
+for _ in 0..<lookups {
+    setRandomKey(draws.next(keys), in: &key)
+    probes.append(contentsOf: key)
+}
 
 var checksum: UInt64 = 0
-var probe = [UInt8](repeating: 0, count: 16)
 let start = DispatchTime.now().uptimeNanoseconds
 for l in 0..<lookups {
-    probe.withUnsafeMutableBytes { target in
+    key.withUnsafeMutableBytes { target in
         probes.withUnsafeBytes { target.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[(16 * l)..<(16 * l + 16)])) }
     }
-    checksum &+= tree.sequence(forKey: probe) ?? .max
+    checksum &+= tree.sequence(forKey: key) ?? .max
 }
 let nanoseconds = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(lookups)
 print(String(format: "%.1f ns per lookup, %ld keys, %ld lookups, checksum %llu", nanoseconds, keys, lookups, checksum))
