@@ -36,11 +36,11 @@ extension BTree {
             // The tree (and so every node reached) lives as long as `self`; nodes are held unretained.
             _ = nodes.initialize(from: repeatElement(Unmanaged.passUnretained(root), count: m))
             var descending = !root.isLeaf
-            // Below the root, `child(for:)` has prefetched each node's heads.
+            // Below the root, `child(for:)` has prefetched each node from its hint.
             var atRoot = true
             while descending {
                 descending = false
-                for k in 0 ..< m { nodes[k]._withUnsafeGuaranteedRef { $0.prefetchSearch(heads: atRoot) } }
+                for k in 0 ..< m { nodes[k]._withUnsafeGuaranteedRef { $0.prefetchSearch(hinted: !atRoot) } }
                 atRoot = false
                 for k in 0 ..< m {
                     let child = keys[first + k].withUnsafeBytes { key in
@@ -53,7 +53,7 @@ extension BTree {
                     descending = true
                 }
             }
-            for k in 0 ..< m { nodes[k]._withUnsafeGuaranteedRef { $0.prefetchSearch(heads: atRoot) } }
+            for k in 0 ..< m { nodes[k]._withUnsafeGuaranteedRef { $0.prefetchSearch(hinted: !atRoot) } }
             for k in 0 ..< m {
                 keys[first + k].withUnsafeBytes { key in nodes[k]._withUnsafeGuaranteedRef { $0.prefetchEntry(for: key) } }
             }

@@ -9,7 +9,7 @@ extension BTree {
     /// - node sizes within limits: leaf load `<= leafCapacity` and, below the root,
     ///   `>= minLeafLoad`; internal nodes `<= maxInternalChildren` children and, below the root,
     ///   `>= minInternalChildren`; leaf `load` and array shapes consistent;
-    /// - each internal node's prefetch hints (`childHeads`) are those of its children as they are now;
+    /// - each internal node's prefetch hints (`childHints`) are those of its children as they are now;
     /// - the stored `count` equals the number of leaf entries.
     ///
     /// O(n · key length). Only compiled with `LUCID_INTERNAL_CHECKS` (debug builds); a no-op
@@ -67,11 +67,11 @@ extension BTree.Node {
                              "BTree invariant: separator \(separator) not below subtree bound \(upper)")
             }
         }
-        precondition(childHeads.count == children.count,
-                     "BTree invariant: \(childHeads.count) heads hints for \(children.count) children at depth \(depth)")
+        precondition(childHints.count == children.count,
+                     "BTree invariant: \(childHints.count) prefetch hints for \(children.count) children at depth \(depth)")
         for (index, child) in children.enumerated() {
-            precondition(childHeads[index] == Self.headsHint(of: child),
-                         "BTree invariant: stale heads hint for child \(index) at depth \(depth)")
+            precondition(childHints[index] == Self.hint(of: child),
+                         "BTree invariant: stale prefetch hint for child \(index) at depth \(depth)")
         }
         var entries = 0
         for (index, child) in children.enumerated() {
@@ -92,7 +92,7 @@ extension BTree.Node {
         } else {
             leafDepth = depth
         }
-        precondition(children.isEmpty && childHeads.isEmpty, "BTree invariant: leaf with children at depth \(depth)")
+        precondition(children.isEmpty && childHints.isEmpty, "BTree invariant: leaf with children at depth \(depth)")
         precondition(values.count == keys.count,
                      "BTree invariant: leaf with \(keys.count) keys but \(values.count) values")
         precondition(isRoot || !keys.isEmpty, "BTree invariant: empty non-root leaf at depth \(depth)")

@@ -70,12 +70,12 @@ extension BTree.Node {
     }
 
     /// Hints the CPU to load, together, everything a search of this node reads once the node object itself
-    /// has arrived: every head, and the key offsets (leaf) or child references and their hints (internal node,
-    /// see `prefetchChildHeads`). A point
-    /// lookup of a node that is not in the CPU cache otherwise waits for these one after the other: the
-    /// heads' header, then each binary-search probe, then the offsets or the child. Sized for the largest
-    /// node (`maxLeafEntries` entries, `maxInternalChildren` children); lines past an array's end are never
-    /// read. Changes nothing and retains nothing; a hint only. O(1).
+    /// has arrived: every head, and the key offsets and values (leaf) or child references and their hints
+    /// (internal node, see `prefetchChild(hintedBy:)`). A point lookup of a node that is not in the CPU cache
+    /// otherwise waits for these one after the other: the heads' header, then each binary-search probe, then the
+    /// offsets or the child. Sized for the largest node (`maxLeafEntries` entries, `maxInternalChildren`
+    /// children); lines past an array's end are never read. Changes nothing and retains nothing; a hint only.
+    /// O(1).
     ///
     /// Readers call it concurrently on a shared node. It reads each array's storage address through an `inout`
     /// access (`storage(of:)`), which writes nothing (the properties are `@exclusivity(unchecked)`, so no dynamic
@@ -83,31 +83,40 @@ extension BTree.Node {
     /// The read-only spellings tried (`withUnsafeBufferPointer`, a borrowing `withUnsafePointer`) each compile to
     /// a retain and release of the array, an atomic write to memory that readers share, per node visited.
     ///
-    /// `heads: false` leaves out the heads, for a node reached through `child(for:)`, which prefetched them from
-    /// its parent's hint (`prefetchChildHeads`, the same lines).
+    /// `hinted: true` is for a node reached through `child(for:)`, which prefetched its heads, key offsets and
+    /// values or children from its parent's hint (the same lines): only an internal node's hints are left.
     @inline(__always)
-    func prefetchSearch(heads: Bool = true) {
-        if heads { Self.prefetch(Self.storage(of: &keyHeads), bytes: 32 + 8 * BTreeLayout.maxInternalChildren) }
+    func prefetchSearch(hinted: Bool = false) {
         if isLeaf {
+            guard !hinted else { return }
+            Self.prefetch(Self.storage(of: &keyHeads), bytes: 32 + 8 * BTreeLayout.maxLeafEntries)
             Self.prefetch(Self.storage(of: &keyEnds), bytes: 32 + 4 * BTreeLayout.maxLeafEntries)
             Self.prefetch(Self.storage(of: &values), bytes: 0)
         } else {
             let storage = childStorage
-            Self.prefetch(storage.children, bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
-            Self.prefetch(storage.heads, bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
+            if !hinted {
+                Self.prefetch(Self.storage(of: &keyHeads), bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
+                Self.prefetch(storage.children, bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
+            }
+            Self.prefetch(storage.hints, bytes: 32 + MemoryLayout<ChildHint>.stride * BTreeLayout.maxInternalChildren)
         }
     }
 
-    /// Hints the CPU to load the heads of `children[i]`, at the address `childHeads[i]` recorded, so that they
-    /// arrive with the child object rather than after it (the object holds the reference to them): the heads and
-    /// the binary search over them no longer wait for the object; the child's other arrays still do. Prefetches
-    /// the array's 32-byte header (its count, which the search reads) and the heads of the largest node. Reads no
-    /// child; changes nothing. O(1).
+    /// Hints the CPU to load the arrays of `children[i]` that a search reads, at the addresses `childHints[i]`
+    /// recorded, so that they arrive with the child object rather than after it (the object holds the references
+    /// to them): the heads, the key offsets, and the start of the values or children, each with its array's
+    /// 32-byte header (its count, which the search reads), sized for the largest node. Reads no child; changes
+    /// nothing. O(1).
     @inline(__always)
-    func prefetchChildHeads(_ i: Int) {
-        let hint = childHeads.withUnsafeBufferPointer { $0[i] }
-        guard let storage = UnsafeRawPointer(bitPattern: hint &- 32) else { return }
-        Self.prefetch(storage, bytes: 32 + 8 * BTreeLayout.maxLeafEntries)
+    func prefetchChild(hintedBy i: Int) {
+        let hint = childHints.withUnsafeBufferPointer { $0[i] }
+        // Each address is that of the array's first element; its storage object (a 32-byte header) starts before it.
+        guard let heads = UnsafeRawPointer(bitPattern: hint.heads &- 32),
+              let ends = UnsafeRawPointer(bitPattern: hint.ends &- 32),
+              let payload = UnsafeRawPointer(bitPattern: hint.payload &- 32) else { return }
+        Self.prefetch(heads, bytes: 32 + 8 * BTreeLayout.maxLeafEntries)
+        Self.prefetch(ends, bytes: 32 + 4 * BTreeLayout.maxLeafEntries)
+        Self.prefetch(payload, bytes: 32 + 8 * BTreeLayout.maxInternalChildren)
     }
 
     /// The address of `array`'s storage object, read without retaining it. O(1).

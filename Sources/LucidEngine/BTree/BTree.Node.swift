@@ -37,16 +37,16 @@ extension BTree {
         /// Leaf values, parallel to the keys; always empty in internal nodes.
         @exclusivity(unchecked) var values: [Value]
         /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves. Set only in this file:
-        /// by the methods under "Editing children", which keep `childHeads` parallel to it, by
+        /// by the methods under "Editing children", which keep `childHints` parallel to it, by
         /// `ensureUniqueChild` (a copy that shares the child's storage, so the hint stays right) and by the
         /// storage-capacity methods (which keep both arrays' contents).
         @exclusivity(unchecked) private(set) var children: [Node]
-        /// Prefetch hints, parallel to `children`: `childHeads[i]` is the address of the first head of
-        /// `children[i]` (its `keyHeads` storage), so that a descent can start loading a child's heads together
-        /// with the child object instead of after it (`child(for:)`). Never dereferenced: a stale hint would only
-        /// make a prefetch useless. Kept current by the methods that change `children` and by
+        /// Prefetch hints, parallel to `children`: `childHints[i]` holds the addresses of the storage of
+        /// `children[i]`'s arrays that a search reads (``ChildHint``), so that a descent can start loading them
+        /// together with the child object instead of after it (`child(for:)`). Never dereferenced: a stale hint
+        /// would only make a prefetch useless. Kept current by the methods that change `children` and by
         /// `childChanged(at:)`, which every mutation of a child calls once done; `checkInvariants` checks it.
-        @exclusivity(unchecked) private(set) var childHeads: [UInt]
+        @exclusivity(unchecked) private(set) var childHints: [ChildHint]
         /// Sum of `BTreeLayout.entryCost` over a leaf's keys; 0 in internal nodes.
         @exclusivity(unchecked) var load: Int
         /// Every key of the node starts with the first `prefixLength` bytes of key 0 (0 when empty).
@@ -63,7 +63,7 @@ extension BTree {
             keyHeads = []
             values = []
             children = []
-            childHeads = []
+            childHints = []
             load = 0
             prefixLength = 0
             prefixHead = 0
@@ -77,7 +77,7 @@ extension BTree {
             keyHeads = other.keyHeads
             values = other.values
             children = other.children
-            childHeads = other.childHeads
+            childHints = other.childHints
             load = other.load
             prefixLength = other.prefixLength
             prefixHead = other.prefixHead
@@ -117,7 +117,7 @@ extension BTree {
         }
 
         /// Replaces `children[i]` by a copy when another tree may share it, so it can be mutated. O(1). (The copy
-        /// shares the original's storage, so `childHeads[i]` stays right until the caller mutates the child and
+        /// shares the original's storage, so `childHints[i]` stays right until the caller mutates the child and
         /// calls `childChanged(at:)`.)
         @inline(__always)
         func ensureUniqueChild(at i: Int) {
@@ -129,75 +129,90 @@ extension BTree {
 // MARK: - Editing children
 
 extension BTree.Node {
-    /// The prefetch hint (`childHeads`) for `node`: the address of its first head, that is of the elements of its
-    /// `keyHeads`. O(1).
-    @inline(__always)
-    static func headsHint(of node: BTree.Node) -> UInt {
-        node.keyHeads.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    /// Where a child's arrays are, for a parent's prefetch: the addresses of the first elements of its `keyHeads`,
+    /// of its `keyEnds`, and of its `values` (a leaf) or `children` (an internal node), which are what a search of
+    /// the child reads after its heads. Never dereferenced.
+    struct ChildHint: Equatable {
+        var heads: UInt
+        var ends: UInt
+        var payload: UInt
     }
 
-    /// Records that `children[i]` was mutated (its heads may have moved). Every mutation of a child, through
+    /// The prefetch hint (`childHints`) for `node`: where its arrays are now. O(1).
+    @inline(__always)
+    static func hint(of node: BTree.Node) -> ChildHint {
+        ChildHint(heads: elements(of: node.keyHeads), ends: elements(of: node.keyEnds),
+                  payload: node.isLeaf ? elements(of: node.values) : elements(of: node.children))
+    }
+
+    /// The address of `array`'s first element (of where it would be, for an empty array). O(1).
+    @inline(__always)
+    private static func elements<T>(of array: [T]) -> UInt {
+        array.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+
+    /// Records that `children[i]` was mutated (its arrays may have moved). Every mutation of a child, through
     /// this node, ends with it. Writes only when the hint changed: the node may have just been copied from a
-    /// snapshot, and a write would then copy its `childHeads` too. O(1).
+    /// snapshot, and a write would then copy its `childHints` too. O(1).
     @inline(__always)
     func childChanged(at i: Int) {
-        let hint = Self.headsHint(of: children[i])
-        if childHeads[i] != hint { childHeads[i] = hint }
+        let hint = Self.hint(of: children[i])
+        if childHints[i] != hint { childHints[i] = hint }
     }
 
     /// Reserves room for `count` children. O(1) on a node without children.
     func reserveChildren(_ count: Int) {
         children.reserveCapacity(count)
-        childHeads.reserveCapacity(count)
+        childHints.reserveCapacity(count)
     }
 
     /// Inserts `node` as child `i`. O(children).
     func insertChild(_ node: BTree.Node, at i: Int) {
         children.insert(node, at: i)
-        childHeads.insert(Self.headsHint(of: node), at: i)
+        childHints.insert(Self.hint(of: node), at: i)
     }
 
-    /// The addresses of the storage of `children` and `childHeads`, read without retaining them, for
+    /// The addresses of the storage of `children` and `childHints`, read without retaining them, for
     /// `prefetchSearch`. O(1).
     @inline(__always)
-    var childStorage: (children: UnsafeRawPointer, heads: UnsafeRawPointer) {
-        (Self.storage(of: &children), Self.storage(of: &childHeads))
+    var childStorage: (children: UnsafeRawPointer, hints: UnsafeRawPointer) {
+        (Self.storage(of: &children), Self.storage(of: &childHints))
     }
 
     /// Appends `node` as the last child. O(1) amortized.
     func appendChild(_ node: BTree.Node) {
         children.append(node)
-        childHeads.append(Self.headsHint(of: node))
+        childHints.append(Self.hint(of: node))
     }
 
     /// Inserts `nodes` as children `i ..< i + nodes.count`. O(children).
     func insertChildren(_ nodes: [BTree.Node], at i: Int) {
         children.insert(contentsOf: nodes, at: i)
-        childHeads.insert(contentsOf: nodes.map(Self.headsHint(of:)), at: i)
+        childHints.insert(contentsOf: nodes.map(Self.hint(of:)), at: i)
     }
 
     /// Appends children `range` of `other` (with their hints) after the last child. O(range.count).
     func appendChildren(of other: BTree.Node, in range: Range<Int>) {
         children.append(contentsOf: other.children[range])
-        childHeads.append(contentsOf: other.childHeads[range])
+        childHints.append(contentsOf: other.childHints[range])
     }
 
     /// Replaces child `i` by `node`. O(1).
     func replaceChild(at i: Int, with node: BTree.Node) {
         children[i] = node
-        childHeads[i] = Self.headsHint(of: node)
+        childHints[i] = Self.hint(of: node)
     }
 
     /// Removes child `i`. O(children).
     func removeChild(at i: Int) {
         children.remove(at: i)
-        childHeads.remove(at: i)
+        childHints.remove(at: i)
     }
 
     /// Removes every child from index `i` on. O(removed children).
     func removeChildren(from i: Int) {
         children.removeSubrange(i...)
-        childHeads.removeSubrange(i...)
+        childHints.removeSubrange(i...)
     }
 }
 
@@ -316,21 +331,21 @@ extension BTree.Node {
     /// snapshot from contending on the refcounts of the upper nodes.
     ///
     /// Memory: a node object refers to its arrays (each an allocation of its own), so in a
-    /// descent through nodes that are not in the CPU cache each array waits for the object.
-    /// Going down, `child(for:)` starts loading the child's heads from the parent's hint
-    /// (`childHeads`) as the child object is loaded, so the heads and the binary search no
-    /// longer wait for the object; the node's other arrays (children and hints, or a leaf's
-    /// key offsets, key bytes and values) still do, prefetched by `prefetchSearch` once it
-    /// has arrived.
+    /// descent through nodes that are not in the CPU cache each array would wait for the object.
+    /// Going down, `child(for:)` starts loading the child's heads, key offsets and values or
+    /// children from the parent's hint (`childHints`) as the child object is loaded, so they
+    /// arrive together; what is left waiting for the object is an internal node's hints (its
+    /// own prefetch, `prefetchSearch`) and, past the binary search, the bytes of the key it
+    /// compares.
     func value(forKey key: UnsafeRawBufferPointer) -> Value? {
         var node = Unmanaged.passUnretained(self)
-        var isTop = true   // below it, `child(for:)` has prefetched each node's heads
+        var hinted = false   // below the top, `child(for:)` has prefetched each node from its hint
         while let child = node._withUnsafeGuaranteedRef({ node in
-            node.prefetchSearch(heads: isTop)
+            node.prefetchSearch(hinted: hinted)
             return node.child(for: key)
         }) {
             node = child
-            isTop = false
+            hinted = true
         }
         return node._withUnsafeGuaranteedRef { leaf in
             let (index, found) = leaf.search(key)
@@ -338,14 +353,14 @@ extension BTree.Node {
         }
     }
 
-    /// For an internal node, the unretained child whose range contains `key`, whose heads it
-    /// starts loading (`prefetchChildHeads`); `nil` for a leaf. The caller must keep this node
-    /// alive while using the result. O(log keyCount).
+    /// For an internal node, the unretained child whose range contains `key`, whose arrays it
+    /// starts loading (`prefetchChild(hintedBy:)`); `nil` for a leaf. The caller must keep this
+    /// node alive while using the result. O(log keyCount).
     @inline(__always)
     func child(for key: UnsafeRawBufferPointer) -> Unmanaged<BTree.Node>? {
         guard !isLeaf else { return nil }
         let index = childIndex(for: key)
-        prefetchChildHeads(index)
+        prefetchChild(hintedBy: index)
         return children.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index]) }
     }
 
@@ -383,7 +398,7 @@ extension BTree.Node {
         Self.makeRoom(in: &keyHeads, for: keyCount &+ keys)
         if isLeaf { Self.makeRoom(in: &values, for: keyCount &+ keys) } else {
             Self.makeRoom(in: &children, for: children.count &+ keys)
-            Self.makeRoom(in: &childHeads, for: childHeads.count &+ keys)
+            Self.makeRoom(in: &childHints, for: childHints.count &+ keys)
         }
     }
 
@@ -406,7 +421,7 @@ extension BTree.Node {
         keyHeads = Self.trimmedCopy(of: keyHeads)
         if isLeaf { values = Self.trimmedCopy(of: values) } else {
             children = Self.trimmedCopy(of: children)
-            childHeads = Self.trimmedCopy(of: childHeads)
+            childHints = Self.trimmedCopy(of: childHints)
         }
     }
 
@@ -418,7 +433,7 @@ extension BTree.Node {
         keyHeads.reserveCapacity(keys)
         if isLeaf { values.reserveCapacity(keys) } else {
             children.reserveCapacity(keys + 1)
-            childHeads.reserveCapacity(keys + 1)
+            childHints.reserveCapacity(keys + 1)
         }
     }
 }
