@@ -65,11 +65,18 @@ public protocol LocalEntity: Entity, Codable {
     /// type: the library's generic code, calling the identifier's own property, would check the identifier type's
     /// metadata at run time on every read (about 360 instructions). O(key length), one allocation.
     static func _storageKey(of identifier: Identifier) -> [UInt8]
+    /// `identifier.storageKey` and `identifier.localValue`, for the memory store's index. An implementation detail
+    /// like ``_storageKey(of:)``, for the same reason: do not implement it. O(key length), one allocation.
+    static func _identifierHalves(of identifier: Identifier) -> (storageKey: [UInt8], localValue: String?)
 }
 
 extension LocalEntity {
     @inlinable
     public static func _storageKey(of identifier: Identifier) -> [UInt8] { identifier.storageKey }
+    @inlinable
+    public static func _identifierHalves(of identifier: Identifier) -> (storageKey: [UInt8], localValue: String?) {
+        (identifier.storageKey, identifier.localValue)
+    }
     public func merging(_ updated: Self) -> Self { updated }
     public func shouldOverwrite(with updated: Self) -> Bool { updated != self }
 }

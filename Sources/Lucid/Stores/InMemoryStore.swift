@@ -7,10 +7,14 @@ import Synchronization
 /// Any filter is evaluated in memory. - Complexity: get, set and remove O(1) per entity on average; search O(n log n).
 public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
     private struct State {
-        var index = DualHashDictionary<E.Identifier, Int>()
+        /// Slots by identifier, keyed by the identifiers' halves as bytes (``IdentifierHalves``: not generic, so
+        /// lookups make no run-time metadata lookups in this generic code).
+        var index = DualHashDictionary<IdentifierHalves, Int>()
         /// Entities by slot (nil: a free slot). The recency list's links live apart, in `prev` and `next`, so
         /// that moving a slot to the front touches two `Int` arrays, never a (generic) entity.
         var entities: [E?] = []
+        /// The halves of the identifier of each held slot's entity (what `index` files the slot under).
+        var keys: [IdentifierHalves?] = []
         var prev: [Int] = []
         var next: [Int] = []
         var free: [Int] = []
@@ -19,7 +23,7 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         var tail = -1
 
         mutating func unlink(_ i: Int) {
-            guard entities[i] != nil else { return }
+            guard keys[i] != nil else { return }
             let p = prev[i], n = next[i]
             if p >= 0 { next[p] = n } else { head = n }
             if n >= 0 { prev[n] = p } else { tail = p }
@@ -39,23 +43,32 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
             pushFront(i)
         }
 
+        /// Empties slot `i` (which must be held and already out of `index`).
+        mutating func release(_ i: Int) {
+            unlink(i)
+            entities[i] = nil
+            keys[i] = nil
+            free.append(i)
+        }
+
         mutating func insert(_ entity: E) -> E {
-            let matches = index.values(matching: entity.identifier)
+            let halves = IdentifierHalves(entity.identifier, of: E.self)
+            let matches = index.values(matching: halves)
             // The same thing stored once under each half: the write folds both into the remote one.
             for j in matches.dropFirst() {
-                guard let other = entities[j] else { continue }
-                index.removeValue(forKey: other.identifier)
-                unlink(j)
-                entities[j] = nil
-                free.append(j)
+                guard let other = keys[j] else { continue }
+                index.removeValue(forKey: other)
+                release(j)
             }
-            if let i = matches.first, let stored = entities[i] {
+            if let i = matches.first, let storedHalves = keys[i], let stored = entities[i] {
                 let merged = EntityMerging.merge(stored: stored, written: entity)
                 entities[i] = merged
                 // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
                 // LocalEntity written with fewer halves is no longer found by the half it dropped.
-                index.removeValues(matching: stored.identifier)
-                index[merged.identifier] = i
+                let mergedHalves = IdentifierHalves(merged.identifier, of: E.self)
+                index.removeValues(matching: storedHalves)
+                index[mergedHalves] = i
+                keys[i] = mergedHalves
                 touch(i)
                 return merged
             }
@@ -63,28 +76,27 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
             if let f = free.popLast() {
                 i = f
                 entities[i] = entity
+                keys[i] = halves
             } else {
                 i = entities.count
                 entities.append(entity)
+                keys.append(halves)
                 prev.append(-1)
                 next.append(-1)
             }
-            index[entity.identifier] = i
+            index[halves] = i
             pushFront(i)
             return entity
         }
 
-        /// Removes every entity equal to `identifier` (two when it was stored once by each half alone).
-        mutating func remove(_ identifier: E.Identifier) {
-            for i in index.removeValues(matching: identifier) {
-                unlink(i)
-                entities[i] = nil
-                free.append(i)
-            }
+        /// Removes every entity equal to the identifier of `halves` (two when it was stored once by each half
+        /// alone).
+        mutating func remove(_ halves: IdentifierHalves) {
+            for i in index.removeValues(matching: halves) { release(i) }
         }
 
         mutating func evict(downTo limit: Int) {
-            while index.count > limit, tail >= 0, let entity = entities[tail] { remove(entity.identifier) }
+            while index.count > limit, tail >= 0, let halves = keys[tail] { remove(halves) }
         }
     }
 
@@ -107,8 +119,9 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// Synchronous ``get(byID:)``.
     public func getNow(_ identifier: E.Identifier) -> E? {
-        state.withLock { s in
-            guard let i = s.index[identifier] else { return nil }
+        let halves = IdentifierHalves(identifier, of: E.self)
+        return state.withLock { s in
+            guard let i = s.index[halves] else { return nil }
             s.touch(i)
             return s.entities[i]
         }
@@ -127,7 +140,7 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
             // Id lookups: no scan.
             let found = state.withLock { s in
                 ids.flatMap { id -> [E] in
-                    s.index.values(matching: id).compactMap { i in
+                    s.index.values(matching: IdentifierHalves(id, of: E.self)).compactMap { i in
                         s.touch(i)
                         return s.entities[i]
                     }
@@ -142,7 +155,8 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
             return out
         }
         let result = evaluator.result(fromMatching: matching)
-        state.withLock { s in for e in result.entities { if let i = s.index[e.identifier] { s.touch(i) } } }
+        let halves = result.entities.map { IdentifierHalves($0.identifier, of: E.self) }
+        state.withLock { s in for key in halves { if let i = s.index[key] { s.touch(i) } } }
         return result
     }
 
@@ -162,7 +176,8 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// Synchronous ``remove(_:)``.
     public func removeNow(_ identifiers: [E.Identifier]) {
-        state.withLock { s in for id in identifiers { s.remove(id) } }
+        let halves = identifiers.map { IdentifierHalves($0, of: E.self) }
+        state.withLock { s in for key in halves { s.remove(key) } }
     }
 
     public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
