@@ -51,8 +51,9 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
             free.append(i)
         }
 
-        mutating func insert(_ entity: E) -> E {
-            let halves = IdentifierHalves(entity.identifier, of: E.self)
+        /// Stores `entity`, whose identifier's halves are `halves`, merged over the entity it replaces, if any;
+        /// returns what it stored.
+        mutating func insert(_ entity: E, halves: IdentifierHalves) -> E {
             let matches = index.values(matching: halves)
             // The same thing stored once under each half: the write folds both into the remote one.
             for j in matches.dropFirst() {
@@ -165,8 +166,15 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
     /// Synchronous ``set(_:)``.
     @discardableResult
     public func setNow(_ entities: [E]) -> [E] {
-        state.withLock { s in
-            let stored = entities.map { s.insert($0) }
+        // Keys are built outside the lock; loops, not `map`, which in this generic code would look up the
+        // metadata of its closure's types at run time.
+        var halves: [IdentifierHalves] = []
+        halves.reserveCapacity(entities.count)
+        for i in entities.indices { halves.append(IdentifierHalves(entities[i].identifier, of: E.self)) }
+        return state.withLock { s in
+            var stored: [E] = []
+            stored.reserveCapacity(entities.count)
+            for i in entities.indices { stored.append(s.insert(entities[i], halves: halves[i])) }
             if let limit { s.evict(downTo: limit) }
             return stored
         }
