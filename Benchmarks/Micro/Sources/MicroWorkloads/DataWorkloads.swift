@@ -69,7 +69,8 @@ private let records = 10_000
 
 /// A CoreManager over a DiskStore on an engine under a fresh temporary directory, preloaded with `records` books
 /// (in batches of 1000); `body` is the measured loop, `round` counts the query workloads' operations (they cycle
-/// through genres and ratings with it).
+/// through genres and ratings with it). With `cachedLimit`, the manager's store is a CacheStore of an InMemoryStore
+/// keeping that many books over the DiskStore.
 private final class ManagerRunner: MicroRunner, @unchecked Sendable {
     let directory: String
     let engine: Engine
@@ -80,12 +81,17 @@ private final class ManagerRunner: MicroRunner, @unchecked Sendable {
     var target: Book?
     let body: @Sendable (ManagerRunner, Int) async throws -> Void
 
-    init(_ body: @escaping @Sendable (ManagerRunner, Int) async throws -> Void) async throws {
+    init(cachedLimit: Int? = nil, _ body: @escaping @Sendable (ManagerRunner, Int) async throws -> Void) async throws {
         directory = NSTemporaryDirectory() + "lucid-data-micro-\(getpid())-\(UInt64.random(in: 0 ... .max))"
         var options = EngineOptions()
         options.syncMode = .none
         engine = try Engine.open(at: directory, options: options)
-        manager = CoreManager(store: DiskStore<Book>(engine: engine))
+        let disk = DiskStore<Book>(engine: engine)
+        if let cachedLimit {
+            manager = CoreManager(store: CacheStore(memory: InMemoryStore(limit: cachedLimit), disk: disk))
+        } else {
+            manager = CoreManager(store: disk)
+        }
         self.body = body
         for start in stride(from: 0, to: records, by: 1000) {
             let stored = try await manager.set((start..<min(start + 1000, records)).map(Book.init)).count
@@ -143,6 +149,14 @@ extension MicroWorkload {
             // CoreManager over a DiskStore of 10k books.
             MicroWorkload("manager-get-by-id", operationsPerIteration: 1000) {
                 try await ManagerRunner { runner, operations in
+                    var draws = Draws()
+                    for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
+                }
+            },
+            // CoreManager over a CacheStore keeping 1000 of the 10k books in memory: nine gets in ten miss memory,
+            // read the disk store and put the book in memory, evicting the least recently used one.
+            MicroWorkload("manager-cached-get-by-id", operationsPerIteration: 1000) {
+                try await ManagerRunner(cachedLimit: 1000) { runner, operations in
                     var draws = Draws()
                     for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
                 }
