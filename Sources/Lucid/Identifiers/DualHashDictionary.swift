@@ -55,13 +55,27 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
     /// its local half unless both carry different remote halves. (Two entries when the same thing was
     /// stored once by each half and never with both.)
     public func values(matching key: Key) -> [Value] {
-        var found: [Int] = []
-        if let remote = key.remoteKey, let slot = byRemote[remote] { found.append(slot) }
-        if let local = key.localKey, let slot = byLocal[local], !found.contains(slot) {
+        let (first, second) = valuePair(matching: key)
+        return [first, second].compactMap { $0 }
+    }
+
+    /// ``values(matching:)`` without an array: the first value and the second, if any. O(1) on average.
+    func valuePair(matching key: Key) -> (Value?, Value?) {
+        let (first, second) = matchingSlots(key)
+        return (first.flatMap { slots[$0]?.value }, second.flatMap { slots[$0]?.value })
+    }
+
+    /// The slots of the entries equal to `key` (``values(matching:)``): the one holding its remote half first.
+    private func matchingSlots(_ key: Key) -> (Int?, Int?) {
+        var first: Int?
+        if let remote = key.remoteKey, let slot = byRemote[remote] { first = slot }
+        if let local = key.localKey, let slot = byLocal[local], slot != first {
             let stored = slots[slot]?.key.remoteKey
-            if key.remoteKey == nil || stored == nil || stored == key.remoteKey { found.append(slot) }
+            if key.remoteKey == nil || stored == nil || stored == key.remoteKey {
+                return first == nil ? (slot, nil) : (first, slot)
+            }
         }
-        return found.compactMap { slots[$0]?.value }
+        return (first, nil)
     }
 
     /// The stored key matching `key`, with every half known for it.
@@ -105,13 +119,15 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
     /// its remote half and the one holding only its local half) and returns their values.
     @discardableResult
     public mutating func removeValues(matching key: Key) -> [Value] {
-        var found: [Int] = []
-        if let remote = key.remoteKey, let slot = byRemote[remote] { found.append(slot) }
-        if let local = key.localKey, let slot = byLocal[local], !found.contains(slot) {
-            let stored = slots[slot]?.key.remoteKey
-            if key.remoteKey == nil || stored == nil || stored == key.remoteKey { found.append(slot) }
-        }
-        return found.compactMap { removeSlot($0) }
+        let (first, second) = removeValuePair(matching: key)
+        return [first, second].compactMap { $0 }
+    }
+
+    /// ``removeValues(matching:)`` without an array: the first value removed and the second, if any. O(1) on
+    /// average.
+    mutating func removeValuePair(matching key: Key) -> (Value?, Value?) {
+        let (first, second) = matchingSlots(key)
+        return (first.flatMap { removeSlot($0) }, second.flatMap { removeSlot($0) })
     }
 
     /// Removes every entry.

@@ -54,14 +54,13 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         /// Stores `entity`, whose identifier's halves are `halves`, merged over the entity it replaces, if any;
         /// returns what it stored.
         mutating func insert(_ entity: E, halves: IdentifierHalves) -> E {
-            let matches = index.values(matching: halves)
+            let (match, second) = index.valuePair(matching: halves)
             // The same thing stored once under each half: the write folds both into the remote one.
-            for j in matches.dropFirst() {
-                guard let other = keys[j] else { continue }
+            if let j = second, let other = keys[j] {
                 index.removeValue(forKey: other)
                 release(j)
             }
-            if let i = matches.first, let storedHalves = keys[i], let stored = entities[i] {
+            if let i = match, let storedHalves = keys[i], let stored = entities[i] {
                 let merged = EntityMerging.merge(stored: stored, written: entity)
                 entities[i] = merged
                 // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
@@ -93,7 +92,9 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         /// Removes every entity equal to the identifier of `halves` (two when it was stored once by each half
         /// alone).
         mutating func remove(_ halves: IdentifierHalves) {
-            for i in index.removeValues(matching: halves) { release(i) }
+            let (first, second) = index.removeValuePair(matching: halves)
+            if let first { release(first) }
+            if let second { release(second) }
         }
 
         mutating func evict(downTo limit: Int) {
@@ -170,11 +171,12 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         // metadata of its closure's types at run time.
         var halves: [IdentifierHalves] = []
         halves.reserveCapacity(entities.count)
-        for i in entities.indices { halves.append(IdentifierHalves(entities[i].identifier, of: E.self)) }
+        // (`0 ..< count`: `indices` is a generic collection's, looked up at run time.)
+        for i in 0 ..< entities.count { halves.append(IdentifierHalves(entities[i].identifier, of: E.self)) }
         return state.withLock { s in
             var stored: [E] = []
             stored.reserveCapacity(entities.count)
-            for i in entities.indices { stored.append(s.insert(entities[i], halves: halves[i])) }
+            for i in 0 ..< entities.count { stored.append(s.insert(entities[i], halves: halves[i])) }
             if let limit { s.evict(downTo: limit) }
             return stored
         }
