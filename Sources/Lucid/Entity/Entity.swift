@@ -9,7 +9,9 @@ public protocol EntityIdentifiable {
 /// What Lucid needs of an identifier type. ``EntityIdentifier`` is the implementation; the protocol exists so
 /// that generic code can name an entity's identifier without its remote value type.
 public protocol EntityIdentifierProtocol: DualHashable, Comparable, Codable, Sendable, CustomStringConvertible {
-    /// The key the disk store files the entity under (see ``EntityIdentifier/storageKey``).
+    /// The key the disk store files the entity under (see ``EntityIdentifier/storageKey``): `r` (0x72) and the
+    /// remote value's ordered bytes when the identifier has a remote half, else `l` (0x6C) and the local value's
+    /// UTF-8 bytes. The disk store and the memory store's index rely on that first byte.
     var storageKey: [UInt8] { get }
     /// The local value, if any.
     var localValue: String? { get }

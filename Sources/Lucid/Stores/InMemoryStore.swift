@@ -167,8 +167,8 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
     /// Synchronous ``set(_:)``.
     @discardableResult
     public func setNow(_ entities: [E]) -> [E] {
-        // Keys are built outside the lock; loops, not `map`, which in this generic code would look up the
-        // metadata of its closure's types at run time.
+        // Keys are built outside the lock. Loops, not `map`, on this path (every write and every disk read a
+        // cache store keeps): in this generic code `map` looks the metadata of its closure's types up at run time.
         var halves: [IdentifierHalves] = []
         halves.reserveCapacity(entities.count)
         // (`0 ..< count`: `indices` is a generic collection's, looked up at run time.)

@@ -77,7 +77,8 @@ extension BTreeLayout {
 extension BTree.Node {
     /// Hints the CPU to load what a search of this leaf for `key` reads last: the bytes of the key whose head
     /// matches (compared in full to confirm it) and that entry's value. Reads the heads (which should be cached
-    /// by now: ``prefetchSearch()``); changes nothing. O(log keyCount).
+    /// by now: `prefetchSearch` for the root, `child(for:)` from the parent's hint below it); changes nothing.
+    /// O(log keyCount).
     @inline(__always)
     func prefetchEntry(for key: UnsafeRawBufferPointer) {
         guard prefixOrder(of: key) == 0 else { return }

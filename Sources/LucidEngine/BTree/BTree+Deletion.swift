@@ -46,8 +46,11 @@ extension BTree.Node {
         }
         let index = childIndex(for: key)
         ensureUniqueChild(at: index)
-        guard let old = children[index].remove(key) else { return nil }
+        let removed = children[index].remove(key)
+        // Even when the key was not there: the child may have copied its own `children` to make a child of its
+        // unique (`ensureUniqueChild`), which moves what this node's hint for it records.
         childChanged(at: index)
+        guard let old = removed else { return nil }
         if children[index].isUnderfull { rebalanceChild(at: index) }
         return old
     }

@@ -7,10 +7,34 @@ extension BTreeLayout {
 }
 
 extension BTree.Node {
+    /// Where a child's arrays are, for a parent's prefetch: the addresses of the first elements of its `keyHeads`,
+    /// of its `keyEnds`, and of its `values` (a leaf) or `children` (an internal node), which are what a search of
+    /// the child reads after its heads. Never dereferenced.
+    struct ChildHint: Equatable {
+        var heads: UInt
+        var ends: UInt
+        var payload: UInt
+    }
+
+    /// The prefetch hint (`childHints`) for `node`: where its arrays are now. O(1).
+    @inline(__always)
+    static func hint(of node: BTree.Node) -> ChildHint {
+        ChildHint(heads: elements(of: node.keyHeads), ends: elements(of: node.keyEnds),
+                  payload: node.isLeaf ? elements(of: node.values) : elements(of: node.children))
+    }
+
+    /// The address of `array`'s first element (of where it would be, for an empty array). O(1).
+    @inline(__always)
+    private static func elements<T>(of array: [T]) -> UInt {
+        array.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+}
+
+extension BTree.Node {
     /// Calls `body(child, run)` for each run of the sorted `keys` in `range` that falls in one child of this
     /// internal node, in key order. The runs are all found first so that, when the children are leaves, each
-    /// leaf is prefetched (`prefetchChild`) a few runs before `body` reaches it: with scattered keys, waiting
-    /// for each leaf's memory would otherwise dominate. O(runs · log(range.count)) comparisons.
+    /// leaf is prefetched (`prefetchChild(_:storage:)`) a few runs before `body` reaches it: with scattered keys,
+    /// waiting for each leaf's memory would otherwise dominate. O(runs · log(range.count)) comparisons.
     @inline(__always)
     func forEachRun(of range: Range<Int>, _ keys: PackedKeys.View, _ body: (Int, Range<Int>) -> Void) {
         withUnsafeTemporaryAllocation(of: (child: Int, end: Int).self, capacity: children.count) { runs in

@@ -38,8 +38,8 @@ extension BTree {
         @exclusivity(unchecked) var values: [Value]
         /// Child nodes of an internal node (`keyCount + 1` of them); always empty in leaves. Set only in this file:
         /// by the methods under "Editing children", which keep `childHints` parallel to it, by
-        /// `ensureUniqueChild` (a copy that shares the child's storage, so the hint stays right) and by the
-        /// storage-capacity methods (which keep both arrays' contents).
+        /// `ensureUniqueChild` (see there for the hints) and by the storage-capacity methods (which keep both
+        /// arrays' contents).
         @exclusivity(unchecked) private(set) var children: [Node]
         /// Prefetch hints, parallel to `children`: `childHints[i]` holds the addresses of the storage of
         /// `children[i]`'s arrays that a search reads (``ChildHint``), so that a descent can start loading them
@@ -118,7 +118,9 @@ extension BTree {
 
         /// Replaces `children[i]` by a copy when another tree may share it, so it can be mutated. O(1). (The copy
         /// shares the original's storage, so `childHints[i]` stays right until the caller mutates the child and
-        /// calls `childChanged(at:)`.)
+        /// calls `childChanged(at:)`. The call itself may copy this node's own `children` when this node is a copy
+        /// sharing them, which moves what this node's parent's hint records: the parent calls `childChanged` after
+        /// every call into this node, whatever it did.)
         @inline(__always)
         func ensureUniqueChild(at i: Int) {
             if !isKnownUniquelyReferenced(&children[i]) { children[i] = children[i].copy() }
@@ -129,28 +131,6 @@ extension BTree {
 // MARK: - Editing children
 
 extension BTree.Node {
-    /// Where a child's arrays are, for a parent's prefetch: the addresses of the first elements of its `keyHeads`,
-    /// of its `keyEnds`, and of its `values` (a leaf) or `children` (an internal node), which are what a search of
-    /// the child reads after its heads. Never dereferenced.
-    struct ChildHint: Equatable {
-        var heads: UInt
-        var ends: UInt
-        var payload: UInt
-    }
-
-    /// The prefetch hint (`childHints`) for `node`: where its arrays are now. O(1).
-    @inline(__always)
-    static func hint(of node: BTree.Node) -> ChildHint {
-        ChildHint(heads: elements(of: node.keyHeads), ends: elements(of: node.keyEnds),
-                  payload: node.isLeaf ? elements(of: node.values) : elements(of: node.children))
-    }
-
-    /// The address of `array`'s first element (of where it would be, for an empty array). O(1).
-    @inline(__always)
-    private static func elements<T>(of array: [T]) -> UInt {
-        array.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
-    }
-
     /// Records that `children[i]` was mutated (its arrays may have moved). Every mutation of a child, through
     /// this node, ends with it. Writes only when the hint changed: the node may have just been copied from a
     /// snapshot, and a write would then copy its `childHints` too. O(1).

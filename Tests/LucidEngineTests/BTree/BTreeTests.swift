@@ -209,6 +209,23 @@ struct BTreeTests {
         #expect(contents(snapshots[0].tree) == snapshots[0].contents)
     }
 
+    @Test("Removing a missing key below a node shared with a snapshot keeps the parents' prefetch hints current")
+    func missingKeyRemovalUnderASnapshot() throws {
+        var tree = BTree<Int>()
+        for i in 0 ..< 20_000 { tree.updateValue(i, forKey: numericKey(i)) }
+        try #require(tree.height >= 3)
+        let snapshot = tree
+        // The root and the path to key 0 become the tree's own; the subtree of the last keys stays shared.
+        tree.updateValue(-1, forKey: numericKey(0))
+        // A key that is not there, in that last subtree: its internal node is copied, and the copy copies its own
+        // children array to make the leaf its own, though nothing is removed; the root's hint must follow.
+        #expect(tree.removeValue(forKey: numericKey(19_999) + [0x01]) == nil)
+        tree.checkInvariants()
+        snapshot.checkInvariants()
+        #expect(tree.count == 20_000 && tree.value(forKey: numericKey(0)) == -1)
+        #expect(snapshot.value(forKey: numericKey(0)) == 0)
+    }
+
     @Test("Readers of published snapshots see consistent trees while a writer mutates")
     func concurrentSnapshotReaders() throws {
         let exchange = SnapshotExchange()

@@ -39,11 +39,26 @@ struct IdentifierHalvesTests {
         #expect(absorbed.local == fromHalves.local && absorbed.remote == fromHalves.remote)
     }
 
+    /// String remote values: their keys are their UTF-8 bytes, so canonically equivalent strings are two ids.
+    @Test("string remote halves follow the rule, by bytes")
+    func stringRemotes() {
+        typealias SID = DualHashTests.SID
+        func halves(_ id: SID) -> IdentifierHalves { IdentifierHalves(storageKey: id.storageKey, localValue: id.localValue) }
+        let pairs: [(SID, SID)] = [
+            (.remote("e\u{301}"), .remote("\u{e9}")), (.remote("a"), .remote("a")), (.remote("a"), .local("a")),
+            (.remote("a", local: "x"), .local("x")), (.remote("a", local: "x"), .remote("b", local: "x")),
+            (.remote(""), .remote("", local: "")), (.local("r"), .remote("")),
+        ]
+        for (lhs, rhs) in pairs {
+            #expect(halves(lhs).dualEquals(halves(rhs)) == (lhs == rhs), "\(lhs) and \(rhs)")
+        }
+    }
+
     @Test("a dictionary keyed by halves finds what one keyed by identifiers finds")
     func dictionariesAgree() {
         let ids: [ID] = [.local("a"), .remote(1), .remote(1, local: "a"), .remote(2, local: "a"), .local("b"),
                          .remote(3, local: "b"), .local("e\u{301}"), .local("\u{e9}"), .remote(-1), .local("")]
-        // Every order of writes of a few of them, then every lookup.
+        // Ten rotations of one order of writes (stride 3), each write followed by every lookup; then removals.
         for start in ids.indices {
             var byID = DualHashDictionary<ID, Int>()
             var byHalves = DualHashDictionary<IdentifierHalves, Int>()
@@ -56,6 +71,13 @@ struct IdentifierHalvesTests {
                     #expect(byID[probe] == byHalves[Self.halves(probe)], "start \(start) step \(step) probe \(probe)")
                     #expect(byID.values(matching: probe) == byHalves.values(matching: Self.halves(probe)))
                 }
+            }
+            for step in 0 ..< ids.count {
+                let id = ids[(start + step * 7) % ids.count]
+                #expect(byID.removeValues(matching: id) == byHalves.removeValues(matching: Self.halves(id)),
+                        "start \(start) removal \(step)")
+                #expect(byID.count == byHalves.count)
+                for probe in ids { #expect(byID[probe] == byHalves[Self.halves(probe)]) }
             }
         }
     }
