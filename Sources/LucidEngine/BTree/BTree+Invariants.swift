@@ -68,7 +68,7 @@ extension BTree.Node {
             }
         }
         precondition(childHints.count == children.count,
-                     "BTree invariant: \(childHints.count) prefetch hints for \(children.count) children at depth \(depth)")
+                     "BTree invariant: \(childHints.count) hints for \(children.count) children at depth \(depth)")
         for (index, child) in children.enumerated() {
             precondition(childHints[index] == Self.hint(of: child),
                          "BTree invariant: stale prefetch hint for child \(index) at depth \(depth)")

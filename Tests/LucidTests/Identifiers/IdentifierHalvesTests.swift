@@ -43,7 +43,9 @@ struct IdentifierHalvesTests {
     @Test("string remote halves follow the rule, by bytes")
     func stringRemotes() {
         typealias SID = DualHashTests.SID
-        func halves(_ id: SID) -> IdentifierHalves { IdentifierHalves(storageKey: id.storageKey, localValue: id.localValue) }
+        func halves(_ id: SID) -> IdentifierHalves {
+            IdentifierHalves(storageKey: id.storageKey, localValue: id.localValue)
+        }
         let pairs: [(SID, SID)] = [
             (.remote("e\u{301}"), .remote("\u{e9}")), (.remote("a"), .remote("a")), (.remote("a"), .local("a")),
             (.remote("a", local: "x"), .local("x")), (.remote("a", local: "x"), .remote("b", local: "x")),

@@ -158,7 +158,9 @@ extension MicroWorkload {
             MicroWorkload("manager-cached-get-by-id", operationsPerIteration: 1000) {
                 try await ManagerRunner(cachedLimit: 1000) { runner, operations in
                     var draws = Draws()
-                    for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
+                    for _ in 0..<operations {
+                        consume(try await runner.manager.get(byID: .remote(draws.next(records))))
+                    }
                 }
             },
             searches("manager-search-genre-limit20") { round in
