@@ -1,4 +1,4 @@
-/// An identifier's two halves as bytes, for the memory store's index (``InMemoryStore``): the remote half as the
+/// An identifier's two halves as bytes, for the memory store's index (``InMemoryStore``) and the write clock: the
 /// disk store's key for it (`r` + the remote value's ordered bytes) and the local half as its UTF-8 bytes.
 ///
 /// Equal halves are equal identifiers' halves: a remote value's ordered bytes are equal exactly when its

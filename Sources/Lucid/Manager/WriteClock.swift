@@ -73,9 +73,9 @@ struct WriteClock {
 
     /// Whether a write stamped `timestamp` to `identifier` is current; if so, records it. O(1) hash lookups.
     mutating func admit(_ identifier: some EntityIdentifierProtocol, at timestamp: UInt64) -> Bool {
-        let storageKey = identifier.storageKey
-        let remote = storageKey.first == 0x72 ? ByteKey(storageKey) : nil
-        let local = identifier.localValue.map { ByteKey(Array($0.utf8)) }
+        let halves = IdentifierHalves(storageKey: identifier.storageKey, localValue: identifier.localValue)
+        let remote = halves.remote
+        let local = halves.local
         // The record of this identifier: by its remote half, else by its local half unless that one was written
         // with another remote half (another entity).
         var previousTime: UInt64?
