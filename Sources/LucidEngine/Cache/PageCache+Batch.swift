@@ -77,7 +77,7 @@ extension PageCache {
                     guard slot < shard.entries.count, shard.entries[slot].key == request.key,
                           let value = shard.entries[slot].page.copy(offset: request.offset, length: request.length)
                     else { return nil }
-                    shard.entries[slot].referenced = true
+                    shard.noteHit(slot)
                     hits += 1
                     return value
                 })

@@ -11,7 +11,8 @@ import Synchronization
 ///   behind the hand, it stays for at least a whole sweep, and for as long as it is read between sweeps;
 /// - once its shard is full, a point read's first miss (``afterMiss(_:)``) does not cache the page at all, only
 ///   remembers its key: the reader decodes the page just far enough for its value, and caches it, admitted, if it
-///   misses it again.
+///   misses it again while the key is among those remembered last (the shard's ``AdmissionWindow``, which narrows
+///   while admissions do not pay: under uniformly random reads of data larger than the cache).
 /// Probation also recycles memory: the buffer freed is the one just filled, still in the processor's caches.
 /// Capacity counts payload bytes. - Complexity: O(1) amortized per lookup and insert.
 final class PageCache: Sendable {
@@ -30,6 +31,8 @@ final class PageCache: Sendable {
         var referenced: Bool
         /// Cached on a first miss and not read since: evicted unread, its key becomes a ghost.
         var probation: Bool
+        /// The shard's ``AdmissionWindow`` stamp of an admitted entry not hit since; 0 otherwise.
+        var stamp: UInt32 = 0
     }
 
     struct Shard {
@@ -37,14 +40,36 @@ final class PageCache: Sendable {
         var entries: [Entry] = []
         var hand = 0
         var bytes = 0
+        /// Keys of pages missed once lately (2Q's ghosts).
         var ghosts: PageGhosts
+        /// Keys of pages evicted lately after they had been admitted or read again: a miss on one is a regret.
+        var victims: PageGhosts
+        var window: AdmissionWindow
+
+        /// Marks the entry at `slot` recently used; its first hit since its admission is a benefit.
+        @inline(__always) mutating func noteHit(_ slot: Int) {
+            entries[slot].referenced = true
+            let stamp = entries[slot].stamp
+            if stamp != 0 {
+                entries[slot].stamp = 0
+                window.firstHit(stamp: stamp)
+            }
+        }
+
+        /// Counts a regret when `key` was evicted lately after it had been admitted or read again.
+        @inline(__always) mutating func noteMiss(_ key: UInt64) {
+            if victims.take(key) { window.regret() }
+        }
     }
 
     private static let shardCount = 16
     /// One lock per shard; a class because `Mutex` cannot live in an array.
     final class LockedShard: Sendable {
         let mutex: Mutex<Shard>
-        init(ghosts: Int) { mutex = Mutex(Shard(ghosts: PageGhosts(capacity: ghosts))) }
+        init(ghosts: Int) {
+            mutex = Mutex(Shard(ghosts: PageGhosts(capacity: ghosts), victims: PageGhosts(capacity: ghosts),
+                                window: AdmissionWindow(maximum: ghosts)))
+        }
     }
     let shards: [LockedShard]
     private let shardCapacity: Int
@@ -92,7 +117,7 @@ final class PageCache: Sendable {
     func withPage<R>(for key: Key, _ body: (PageBuffer) -> R) -> R? {
         let result: R? = shards[shardIndex(key)].mutex.withLock { shard in
             guard let slot = shard.slots.value(for: key.packed) else { return nil }
-            shard.entries[slot].referenced = true
+            shard.noteHit(slot)
             return body(shard.entries[slot].page)
         }
         if result != nil { hitCount.add(1, ordering: .relaxed) } else { missCount.add(1, ordering: .relaxed) }
@@ -100,22 +125,24 @@ final class PageCache: Sendable {
     }
 
     /// Inserts a page, evicting others as needed. Pages larger than a shard's capacity are not cached. The page
-    /// is admitted (placed behind the hand) when `admitted` is true or its key is remembered as a ghost; otherwise
-    /// it goes on probation.
+    /// is admitted (placed behind the hand) when `admitted` is true or its key is remembered as a ghost within the
+    /// shard's ``AdmissionWindow``; otherwise it goes on probation.
     func insert(_ page: PageBuffer, for key: Key, admitted: Bool = false) {
         let size = page.bytes.count
         guard size <= shardCapacity else { return }
         shards[shardIndex(key)].mutex.withLock { shard in
             if let slot = shard.slots.value(for: key.packed) {
-                shard.entries[slot].referenced = true
+                shard.noteHit(slot)
                 return
             }
-            let admitted = shard.ghosts.take(key.packed) || admitted
+            shard.noteMiss(key.packed)
+            let admitted = shard.ghosts.take(key.packed, within: shard.window.keys) || admitted
             while shard.bytes + size > shardCapacity && !shard.entries.isEmpty {
                 Self.evictOne(&shard)
             }
             shard.slots.set(shard.entries.count, for: key.packed)
-            shard.entries.append(Entry(key: key, page: page, referenced: false, probation: !admitted))
+            shard.entries.append(Entry(key: key, page: page, referenced: false, probation: !admitted,
+                                       stamp: admitted ? shard.window.admit() : 0))
             shard.bytes += size
         }
     }
@@ -129,7 +156,7 @@ final class PageCache: Sendable {
     }
 
     /// For a point read that just missed `key`: cache the page, admitted, when its key is remembered as a ghost
-    /// (it was missed recently); cache it on probation when its shard has room for a page of the writer's size
+    /// within the shard's ``AdmissionWindow`` (it was missed recently); cache it on probation when its shard has room for a page of the writer's size
     /// (caching then evicts nothing, unless the page is larger: a single large record); otherwise remember its
     /// key and read only the value, without caching the page. So once a shard is full, a page read once by a
     /// point read is not cached: uniformly random reads neither pay to cache pages nor flush the ones read again
@@ -138,7 +165,8 @@ final class PageCache: Sendable {
     func afterMiss(_ key: Key) -> MissPolicy {
         guard shardCapacity > 0, shardCapacity >= readAhead.maximum else { return .readValueOnly }
         return shards[shardIndex(key)].mutex.withLock { shard in
-            if shard.ghosts.take(key.packed) { return .cache(admitted: true) }
+            shard.noteMiss(key.packed)
+            if shard.ghosts.take(key.packed, within: shard.window.keys) { return .cache(admitted: true) }
             if shard.bytes + readAhead.maximum <= shardCapacity { return .cache(admitted: false) }
             shard.ghosts.remember(key.packed)
             return .readValueOnly
@@ -172,7 +200,11 @@ final class PageCache: Sendable {
                 continue
             }
             let victim = shard.entries[shard.hand]
-            if victim.probation { shard.ghosts.remember(victim.key.packed) }
+            if victim.probation {
+                shard.ghosts.remember(victim.key.packed)
+            } else {
+                shard.victims.remember(victim.key.packed)
+            }
             shard.bytes -= victim.page.bytes.count
             shard.slots.remove(victim.key.packed)
             // Remove by moving the last entry (the newest: pages are appended) into the victim's slot. An admitted

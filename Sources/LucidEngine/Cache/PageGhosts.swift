@@ -15,11 +15,17 @@ struct PageGhosts {
     }
 
     /// Whether `key` is remembered; forgets it when it is (its page is being admitted).
-    mutating func take(_ key: UInt64) -> Bool {
+    mutating func take(_ key: UInt64) -> Bool { take(key, within: ring.count) }
+
+    /// Whether `key` is among the `window` keys remembered last; forgets it when it is remembered at all (a key
+    /// remembered earlier than that is forgotten, and its caller remembers it anew).
+    mutating func take(_ key: UInt64, within window: Int) -> Bool {
         guard let slot = index.value(for: key) else { return false }
         index.remove(key)
         ring[slot] = Self.none
-        return true
+        // The key remembered last sits just before `next`: its age is 0.
+        let age = next > slot ? next - slot - 1 : next + ring.count - slot - 1
+        return age < window
     }
 
     /// Remembers `key`, forgetting the oldest key when full.

@@ -1,0 +1,60 @@
+/// How recent a page cache shard's remembered miss must be for a second miss to admit the page
+/// (``PageCache/afterMiss(_:)``), adapted to what admissions have been worth lately.
+///
+/// 2Q's rule admits a page missed twice within the last `window` first misses. Under reads whose pages come back
+/// (a working set, a skewed distribution) each admission pays for itself many times over; under uniformly random
+/// reads of data larger than the cache it cannot: the page admitted is no likelier to be read again than the page
+/// it evicts, and admitting it costs a whole-page decode, an allocation and a cold buffer freed. Measured at 1M
+/// records with a 64 MiB cache, random gets ran 15% faster with no admissions than with 2Q's fixed window, and a
+/// 1 MiB cache beat a 64 MiB one.
+///
+/// So the window follows two counts, ARC-style:
+/// - a **benefit** is the first hit on a page admitted among the last ``maximum`` admissions;
+/// - a **regret** is a miss on a page evicted, after it had been admitted or read again, among the last
+///   ``maximum`` such evictions: a read that the cache would have served, had it not admitted something else.
+///
+/// With reads uniformly random the two come at the same rate; with a working set, benefits outnumber regrets by
+/// far. A benefit widens the window by ``step`` and a regret narrows it by twice that (an admission must more than
+/// break even: it costs a decode), between ``minimum`` and ``maximum``. At the minimum a few pages are still
+/// admitted, so a working set that appears later is seen and widens it again.
+///
+/// - Complexity: O(1) per event; no allocation.
+struct AdmissionWindow {
+    /// The widest window: every remembered key counts (the ghost list's capacity).
+    let maximum: Int
+    /// The narrowest window.
+    let minimum: Int
+    /// How far one benefit widens the window (a regret narrows it twice as far).
+    let step: Int
+    /// The current window, in remembered first misses.
+    private(set) var keys: Int
+    /// Admissions so far (wrapping; 0 is skipped: it marks an entry that is not young).
+    private var admissions: UInt32 = 0
+
+    /// A window for a shard remembering up to `maximum` keys, starting at its widest (2Q's fixed rule).
+    init(maximum: Int) {
+        self.maximum = max(1, maximum)
+        minimum = max(1, self.maximum / 32)
+        step = max(1, self.maximum / 64)
+        keys = self.maximum
+    }
+
+    /// Counts an admission; returns the stamp its entry keeps to be recognized as young (never 0).
+    mutating func admit() -> UInt32 {
+        admissions &+= 1
+        if admissions == 0 { admissions = 1 }
+        return admissions
+    }
+
+    /// Called on the first hit of an entry stamped `stamp` (non-zero): a benefit when the entry is among the last
+    /// ``maximum`` admissions.
+    mutating func firstHit(stamp: UInt32) {
+        guard admissions &- stamp < UInt32(truncatingIfNeeded: maximum) else { return }
+        keys = min(maximum, keys + step)
+    }
+
+    /// A regret: a miss on a page evicted lately after it had been admitted or read again.
+    mutating func regret() {
+        keys = max(minimum, keys - 2 * step)
+    }
+}

@@ -1,0 +1,99 @@
+import Testing
+import LucidEngineTestSupport
+@testable import LucidEngine
+
+/// The page cache's adaptive admission: uniformly random point reads of data larger than the cache stop admitting
+/// pages (each admission costs a whole-page decode and gains nothing), while a working set still gets in, also
+/// after a long random phase; the window's own arithmetic and the ghost list's ages.
+@Suite("Engine: page cache admission window")
+struct AdmissionWindowTests {
+    static let pageBytes = 4_096
+
+    /// A point read as ``PageFetch/value(at:file:cache:storePath:lookingUpRecord:)`` makes it: a hit, or a miss
+    /// followed by ``PageCache/afterMiss(_:)`` and, when that says so, an insert. Returns (hit, admitted).
+    static func pointRead(_ cache: PageCache, _ key: PageCache.Key) -> (hit: Bool, admitted: Bool) {
+        if cache.withPage(for: key, { _ in true }) != nil { return (true, false) }
+        guard case .cache(let admitted) = cache.afterMiss(key) else { return (false, false) }
+        cache.insert(PageBuffer([UInt8](repeating: 1, count: pageBytes)), for: key, admitted: admitted)
+        return (false, admitted)
+    }
+
+    /// Admissions among `reads` uniformly random point reads of `pages` pages of segment `segment`.
+    static func randomAdmissions(_ cache: PageCache, _ rng: inout SplitMix64, reads: Int, pages: UInt64,
+                                 segment: UInt64 = 1) -> Int {
+        var admitted = 0
+        for _ in 0..<reads where pointRead(cache, .init(segment: segment, offset: rng.next() % pages)).admitted {
+            admitted += 1
+        }
+        return admitted
+    }
+
+    @Test("uniformly random point reads of 20 times the cache soon admit a tenth as often as 2Q's fixed window")
+    func randomReadsStopAdmitting() {
+        let cache = PageCache(capacityBytes: 1_024 * Self.pageBytes)
+        var rng = SplitMix64(seed: 11)
+        let pages: UInt64 = 20_480
+        // The fill, then the first reads: the window starts at its widest (2Q's fixed rule).
+        let early = Self.randomAdmissions(cache, &rng, reads: 20_000, pages: pages)
+        _ = Self.randomAdmissions(cache, &rng, reads: 200_000, pages: pages)
+        let late = Self.randomAdmissions(cache, &rng, reads: 20_000, pages: pages)
+        // A fixed window of 32 keys per shard (1,280 pages a shard) admits about 2.5% of the misses: ~400 here.
+        #expect(early > 200, "the widest window admits as 2Q does: \(early) admissions")
+        #expect(late * 10 < early, "admissions fell from \(early) to \(late) per 20,000 reads")
+    }
+
+    @Test("after a long uniformly random phase, a working set of a quarter of the cache gets in again")
+    func workingSetWidensTheWindow() {
+        let cache = PageCache(capacityBytes: 1_024 * Self.pageBytes)
+        var rng = SplitMix64(seed: 12)
+        _ = Self.randomAdmissions(cache, &rng, reads: 220_000, pages: 20_480)
+        // 256 hot pages, each hot read followed by a read of a page never read again.
+        var hits = 0
+        var reads = 0
+        var cold: UInt64 = 0
+        for round in 0..<60 {
+            for _ in 0..<256 {
+                let hit = Self.pointRead(cache, .init(segment: 2, offset: rng.next() % 256)).hit
+                if round >= 50 { reads += 1; hits += hit ? 1 : 0 }
+                cold += 1
+                _ = Self.pointRead(cache, .init(segment: 3, offset: cold))
+            }
+        }
+        #expect(Double(hits) > 0.9 * Double(reads), "hot pages hit \(hits) of \(reads) times in the last rounds")
+    }
+
+    @Test("benefits widen the window to its maximum, regrets at the same rate narrow it to its minimum")
+    func windowArithmetic() {
+        var window = AdmissionWindow(maximum: 640)
+        #expect(window.keys == 640 && window.minimum == 20 && window.step == 10)
+        for _ in 0..<100 {
+            let stamp = window.admit()
+            window.firstHit(stamp: stamp)
+            window.regret()
+        }
+        #expect(window.keys == window.minimum, "as many regrets as benefits: \(window.keys)")
+        for _ in 0..<100 { window.firstHit(stamp: window.admit()) }
+        #expect(window.keys == window.maximum, "benefits only: \(window.keys)")
+        // A hit on a page admitted more than `maximum` admissions ago is no benefit.
+        window.regret()
+        let old = window.admit()
+        for _ in 0..<640 { _ = window.admit() }
+        let narrowed = window.keys
+        window.firstHit(stamp: old)
+        #expect(window.keys == narrowed, "an old admission's first hit left the window at \(narrowed)")
+    }
+
+    @Test("the ghost list answers a key's age: within the window admits, and a key is forgotten either way")
+    func ghostAges() {
+        var ghosts = PageGhosts(capacity: 8)
+        for key in UInt64(1)...5 { ghosts.remember(key) }
+        let youngest = ghosts.take(5, within: 1)
+        #expect(youngest, "remembered last: age 0")
+        let outside = ghosts.take(2, within: 3)
+        #expect(!outside, "age 3 lies outside a window of 3")
+        let again = ghosts.take(2, within: 8)
+        #expect(!again, "forgotten by the take before")
+        let inside = ghosts.take(3, within: 3)
+        #expect(inside, "age 2: an age counts ring positions, keys taken since included")
+    }
+}
