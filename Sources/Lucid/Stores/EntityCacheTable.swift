@@ -1,4 +1,5 @@
 import Synchronization
+import LucidEngine
 
 /// ``EntityCache``'s table: keys, the sequences their entities come from, costs, and the boxed entities.
 ///
@@ -10,15 +11,23 @@ import Synchronization
 ///   (behind the hand) or a new one, so it stays a whole turn of the hand.
 /// - Admission: while the entries fill less than the bound, every miss is admitted. Once full, a miss is
 ///   admitted only if its key missed before: a 65,536-bit filter of the keys that missed (a bit per key hash),
-///   cleared every 16,384 keys noted. Reads spread over many more records than fit then neither pay the
-///   insertion and eviction on each miss nor push out entries read again and again. A caller may admit a small
-///   batch's misses at once (``admitsAtOnce(_:)``; see ``DiskStore/firstMissRecordLimit``).
+///   cleared every 16,384 keys noted at most. Reads spread over many more records than fit then neither pay the
+///   insertion and eviction on each miss nor push out entries read again and again. How many keys the filter
+///   notes before it is cleared adapts (``LucidEngine/AdmissionWindow``, as the engine's page cache does): it
+///   shrinks, down to 512, while entries evicted to admit others are missed again about as often as the admitted
+///   ones are hit (uniformly random reads: each admission costs an insertion and an eviction, and gains nothing),
+///   and grows back while admitted entries are hit clearly more often. A caller may admit a small batch's misses at
+///   once (``admitsAtOnce(_:)``; see ``DiskStore/firstMissRecordLimit``).
 final class EntityCacheTable: Sendable {
     /// What an entry costs besides its record and key bytes: the slot, the index entry, the key's header.
     static var entryOverhead: Int { 96 }
     /// Bits in the filter of keys that missed (a power of two), and how many are noted before it is cleared.
     static var filterBits: Int { 1 << 16 }
     static var filterResetCount: Int { 1 << 14 }
+    /// Keys of evicted entries remembered (their hashes), and admissions an entry counts as young: the
+    /// ``LucidEngine/AdmissionWindow``'s widest window; the filter notes `filterResetCount / victimCount` keys per
+    /// key of the window.
+    static var victimCount: Int { 1 << 12 }
 
     /// The fields a probe reads come first (the key's head, the reference bit, the sequences and the box: 64
     /// bytes), the key and cost after them.
@@ -36,6 +45,9 @@ final class EntityCacheTable: Sendable {
         var box: (any AnyObject & Sendable)?
         var key: EntityCacheKey
         var cost: Int
+        /// The ``LucidEngine/AdmissionWindow`` stamp of an entry admitted by evicting others and not hit since;
+        /// 0 otherwise.
+        var stamp: UInt32 = 0
 
         init(key: EntityCacheKey, sequence: UInt64, seenFrom: UInt64, seenTo: UInt64, cost: Int,
              box: (any AnyObject & Sendable)?, referenced: Bool) {
@@ -60,9 +72,26 @@ final class EntityCacheTable: Sendable {
         /// The filter of keys that missed once the table was full, and how many were noted since it was cleared.
         var missed = [UInt64](repeating: 0, count: EntityCacheTable.filterBits / 64)
         var missedCount = 0
+        /// How many keys the filter notes before it is cleared, in units of `filterResetCount / victimCount`.
+        var window = AdmissionWindow(maximum: EntityCacheTable.victimCount)
+        /// Hashes of the keys of entries evicted lately: a miss on one is a regret of the admission that evicted it.
+        var victims = PageGhosts(capacity: EntityCacheTable.victimCount)
         var hits = 0
         var misses = 0
+
+        /// Marks the entry at `i` recently used; its first hit since it was admitted is a benefit.
+        @inline(__always) mutating func noteHit(_ i: Int) {
+            slots[i].referenced = true
+            let stamp = slots[i].stamp
+            if stamp != 0 {
+                slots[i].stamp = 0
+                window.firstHit(stamp: stamp)
+            }
+        }
     }
+
+    /// A key hash as ``LucidEngine/PageGhosts`` takes it (which reserves `UInt64.max`).
+    @inline(__always) private static func ghostKey(_ hash: UInt64) -> UInt64 { hash == .max ? hash - 1 : hash }
 
     let capacityBytes: Int
     private let storage = Mutex(Storage())
@@ -109,7 +138,7 @@ final class EntityCacheTable: Sendable {
         let current = s.slots[i].seenFrom <= snapshot && snapshot <= s.slots[i].seenTo
         if current {
             s.hits += 1
-            s.slots[i].referenced = true
+            s.noteHit(i)
         }
         // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
         return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
@@ -133,7 +162,7 @@ final class EntityCacheTable: Sendable {
         storage.withLock { s in
             guard let i = Self.find(key, in: s), s.slots[i].sequence == sequence else { return }
             s.hits += 1
-            s.slots[i].referenced = true
+            s.noteHit(i)
             s.slots[i].seenFrom = min(s.slots[i].seenFrom, snapshot)
             s.slots[i].seenTo = max(s.slots[i].seenTo, snapshot)
         }
@@ -168,12 +197,13 @@ final class EntityCacheTable: Sendable {
     private static func admits(_ hash: UInt64, _ s: inout Storage, capacity: Int) -> Bool {
         // Room for one more entry of the average cost: admitted.
         if s.index.count == 0 || s.bytes + s.bytes / s.index.count <= capacity { return true }
+        if s.victims.take(ghostKey(hash)) { s.window.regret() }
         let bit = Int(truncatingIfNeeded: hash >> 32) & (filterBits - 1)
         let mask: UInt64 = 1 << UInt64(bit & 63)
         if s.missed[bit >> 6] & mask != 0 { return true }
         s.missed[bit >> 6] |= mask
         s.missedCount += 1
-        if s.missedCount >= filterResetCount {
+        if s.missedCount >= s.window.keys * (filterResetCount / victimCount) {
             for w in s.missed.indices { s.missed[w] = 0 }
             s.missedCount = 0
         }
@@ -207,12 +237,15 @@ final class EntityCacheTable: Sendable {
                 s.misses += 1   // a stale entry: its probe counted neither a hit nor a miss
                 released = s.slots[i].box
             }
+            // A new entry that evicts others is an admission the window learns from.
+            let admission = existing == nil && s.bytes + cost > capacityBytes
             while s.bytes + cost > capacityBytes {
                 guard let evicted = Self.evictOne(&s, sparing: existing) else { continue }
                 if released == nil { released = evicted } else { releasedMore.append(evicted) }
             }
-            let slot = Slot(key: key, sequence: sequence, seenFrom: snapshot, seenTo: snapshot, cost: cost, box: box,
+            var slot = Slot(key: key, sequence: sequence, seenFrom: snapshot, seenTo: snapshot, cost: cost, box: box,
                             referenced: false)
+            if admission { slot.stamp = s.window.admit() }
             s.bytes += cost
             if let i = existing {
                 s.slots[i] = slot
@@ -241,6 +274,7 @@ final class EntityCacheTable: Sendable {
             return nil
         }
         s.bytes -= s.slots[i].cost
+        s.victims.remember(ghostKey(s.slots[i].key.hash))
         s.index.remove(s.slots[i].key.hash, slot: i)
         s.slots[i] = Slot(key: EntityCacheKey([]), sequence: 0, seenFrom: 1, seenTo: 0, cost: 0, box: nil,
                           referenced: false)

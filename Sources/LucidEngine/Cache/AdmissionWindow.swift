@@ -19,20 +19,20 @@
 /// admitted, so a working set that appears later is seen and widens it again.
 ///
 /// - Complexity: O(1) per event; no allocation.
-struct AdmissionWindow {
+package struct AdmissionWindow {
     /// The widest window: every remembered key counts (the ghost list's capacity).
-    let maximum: Int
+    package let maximum: Int
     /// The narrowest window.
-    let minimum: Int
+    package let minimum: Int
     /// How far one benefit widens the window (a regret narrows it twice as far).
-    let step: Int
+    package let step: Int
     /// The current window, in remembered first misses.
-    private(set) var keys: Int
+    package private(set) var keys: Int
     /// Admissions so far (wrapping; 0 is skipped: it marks an entry that is not young).
     private var admissions: UInt32 = 0
 
     /// A window for a shard remembering up to `maximum` keys, starting at its widest (2Q's fixed rule).
-    init(maximum: Int) {
+    package init(maximum: Int) {
         self.maximum = max(1, maximum)
         minimum = max(1, self.maximum / 32)
         step = max(1, self.maximum / 64)
@@ -40,7 +40,7 @@ struct AdmissionWindow {
     }
 
     /// Counts an admission; returns the stamp its entry keeps to be recognized as young (never 0).
-    mutating func admit() -> UInt32 {
+    package mutating func admit() -> UInt32 {
         admissions &+= 1
         if admissions == 0 { admissions = 1 }
         return admissions
@@ -48,13 +48,13 @@ struct AdmissionWindow {
 
     /// Called on the first hit of an entry stamped `stamp` (non-zero): a benefit when the entry is among the last
     /// ``maximum`` admissions.
-    mutating func firstHit(stamp: UInt32) {
+    package mutating func firstHit(stamp: UInt32) {
         guard admissions &- stamp < UInt32(truncatingIfNeeded: maximum) else { return }
         keys = min(maximum, keys + step)
     }
 
     /// A regret: a miss on a page evicted lately after it had been admitted or read again.
-    mutating func regret() {
+    package mutating func regret() {
         keys = max(minimum, keys - 2 * step)
     }
 }

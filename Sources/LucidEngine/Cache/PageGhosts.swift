@@ -2,24 +2,24 @@
 /// it is remembered is admitted to the cache for good (2Q's "A1out" list). Keys only, no page bytes.
 ///
 /// - Complexity: O(1) expected per operation; memory for `capacity` keys and their index.
-struct PageGhosts {
+package struct PageGhosts {
     private static let none = UInt64.max
     private var ring: [UInt64]
     private var next = 0
     private var index: PageSlotTable
 
     /// Remembers at most `capacity` keys (at least one), forgetting the oldest first.
-    init(capacity: Int) {
+    package init(capacity: Int) {
         ring = [UInt64](repeating: Self.none, count: max(1, capacity))
         index = PageSlotTable(capacity: max(1, capacity))
     }
 
     /// Whether `key` is remembered; forgets it when it is (its page is being admitted).
-    mutating func take(_ key: UInt64) -> Bool { take(key, within: ring.count) }
+    package mutating func take(_ key: UInt64) -> Bool { take(key, within: ring.count) }
 
     /// Whether `key` is among the `window` keys remembered last; forgets it when it is remembered at all (a key
     /// remembered earlier than that is forgotten, and its caller remembers it anew).
-    mutating func take(_ key: UInt64, within window: Int) -> Bool {
+    package mutating func take(_ key: UInt64, within window: Int) -> Bool {
         guard let slot = index.value(for: key) else { return false }
         index.remove(key)
         ring[slot] = Self.none
@@ -29,7 +29,7 @@ struct PageGhosts {
     }
 
     /// Remembers `key`, forgetting the oldest key when full.
-    mutating func remember(_ key: UInt64) {
+    package mutating func remember(_ key: UInt64) {
         guard index.value(for: key) == nil else { return }
         let oldest = ring[next]
         if oldest != Self.none { index.remove(oldest) }
