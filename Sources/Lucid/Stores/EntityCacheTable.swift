@@ -90,9 +90,6 @@ final class EntityCacheTable: Sendable {
         }
     }
 
-    /// A key hash as ``LucidEngine/PageGhosts`` takes it (which reserves `UInt64.max`).
-    @inline(__always) private static func ghostKey(_ hash: UInt64) -> UInt64 { hash == .max ? hash - 1 : hash }
-
     let capacityBytes: Int
     private let storage = Mutex(Storage())
 
@@ -197,7 +194,7 @@ final class EntityCacheTable: Sendable {
     private static func admits(_ hash: UInt64, _ s: inout Storage, capacity: Int) -> Bool {
         // Room for one more entry of the average cost: admitted.
         if s.index.count == 0 || s.bytes + s.bytes / s.index.count <= capacity { return true }
-        if s.victims.take(ghostKey(hash)) { s.window.regret() }
+        if s.victims.take(hash) { s.window.regret() }
         let bit = Int(truncatingIfNeeded: hash >> 32) & (filterBits - 1)
         let mask: UInt64 = 1 << UInt64(bit & 63)
         if s.missed[bit >> 6] & mask != 0 { return true }
@@ -274,7 +271,7 @@ final class EntityCacheTable: Sendable {
             return nil
         }
         s.bytes -= s.slots[i].cost
-        s.victims.remember(ghostKey(s.slots[i].key.hash))
+        s.victims.remember(s.slots[i].key.hash, generation: victimCount / 2)
         s.index.remove(s.slots[i].key.hash, slot: i)
         s.slots[i] = Slot(key: EntityCacheKey([]), sequence: 0, seenFrom: 1, seenTo: 0, cost: 0, box: nil,
                           referenced: false)

@@ -40,7 +40,7 @@ final class PageCache: Sendable {
         var entries: [Entry] = []
         var hand = 0
         var bytes = 0
-        /// Keys of pages missed once lately (2Q's ghosts).
+        /// Keys of pages missed once lately (2Q's ghosts), each for one to two generations of `window.keys`.
         var ghosts: PageGhosts
         /// Keys of pages evicted lately after they had been admitted or read again: a miss on one is a regret.
         var victims: PageGhosts
@@ -60,15 +60,20 @@ final class PageCache: Sendable {
         @inline(__always) mutating func noteMiss(_ key: UInt64) {
             if victims.take(key) { window.regret() }
         }
+
+        /// Remembers the key of a page missed once, for one to two generations of the current window.
+        @inline(__always) mutating func rememberGhost(_ key: UInt64) {
+            ghosts.remember(key, generation: window.keys)
+        }
     }
 
     private static let shardCount = 16
     /// One lock per shard; a class because `Mutex` cannot live in an array.
     final class LockedShard: Sendable {
         let mutex: Mutex<Shard>
-        init(ghosts: Int) {
-            mutex = Mutex(Shard(ghosts: PageGhosts(capacity: ghosts), victims: PageGhosts(capacity: ghosts),
-                                window: AdmissionWindow(maximum: ghosts)))
+        init(window: Int) {
+            mutex = Mutex(Shard(ghosts: PageGhosts(capacity: window), victims: PageGhosts(capacity: window),
+                                window: AdmissionWindow(maximum: window)))
         }
     }
     let shards: [LockedShard]
@@ -91,11 +96,12 @@ final class PageCache: Sendable {
         records = recordBytes > 0 ? RecordCache(capacityBytes: recordBytes) : nil
         self.readAhead = ReadAheadEstimator(maximum: readAhead)
         shardCapacity = capacityBytes / Self.shardCount
-        // Half as many ghosts as a shard holds pages of the default size: a working set whose pages come back
-        // within that many misses gets in, while few uniformly random reads do (each admission evicts a page whose
-        // buffer is cold; with as many ghosts as pages, random gets ran 10% slower).
-        let ghosts = max(16, shardCapacity / Format.defaultPageSize / 2)
-        shards = (0..<Self.shardCount).map { _ in LockedShard(ghosts: ghosts) }
+        // At its widest, the admission window remembers a first miss for a quarter to a half as many misses as a
+        // shard holds pages of the default size (``PageGhosts``' two generations): a working set whose pages come
+        // back within that many misses gets in. (Before the window adapted, a fixed half was the compromise with
+        // uniformly random reads, which ran 10% slower with as many ghosts as pages.)
+        let window = max(16, shardCapacity / Format.defaultPageSize / 4)
+        shards = (0..<Self.shardCount).map { _ in LockedShard(window: window) }
     }
 
     var hits: UInt64 { hitCount.load(ordering: .relaxed) }
@@ -136,7 +142,7 @@ final class PageCache: Sendable {
                 return
             }
             shard.noteMiss(key.packed)
-            let admitted = shard.ghosts.take(key.packed, within: shard.window.keys) || admitted
+            let admitted = shard.ghosts.take(key.packed) || admitted
             while shard.bytes + size > shardCapacity && !shard.entries.isEmpty {
                 Self.evictOne(&shard)
             }
@@ -156,9 +162,9 @@ final class PageCache: Sendable {
     }
 
     /// For a point read that just missed `key`: cache the page, admitted, when its key is remembered as a ghost
-    /// within the shard's ``AdmissionWindow`` (it was missed recently); cache it on probation when its shard has room for a page of the writer's size
-    /// (caching then evicts nothing, unless the page is larger: a single large record); otherwise remember its
-    /// key and read only the value, without caching the page. So once a shard is full, a page read once by a
+    /// (it was missed recently, within the shard's ``AdmissionWindow``); cache it on probation when its shard has
+    /// room for a page of the writer's size (caching then evicts nothing, unless the page is larger: a single large
+    /// record); otherwise remember its key and read only the value, without caching the page. So once a shard is full, a page read once by a
     /// point read is not cached: uniformly random reads neither pay to cache pages nor flush the ones read again
     /// (2Q's rule, with the first miss remembered instead of cached on probation). A cache whose shards cannot
     /// hold a page of the writer's size (0 bytes included) always reads values only. O(1).
@@ -166,9 +172,9 @@ final class PageCache: Sendable {
         guard shardCapacity > 0, shardCapacity >= readAhead.maximum else { return .readValueOnly }
         return shards[shardIndex(key)].mutex.withLock { shard in
             shard.noteMiss(key.packed)
-            if shard.ghosts.take(key.packed, within: shard.window.keys) { return .cache(admitted: true) }
+            if shard.ghosts.take(key.packed) { return .cache(admitted: true) }
             if shard.bytes + readAhead.maximum <= shardCapacity { return .cache(admitted: false) }
-            shard.ghosts.remember(key.packed)
+            shard.rememberGhost(key.packed)
             return .readValueOnly
         }
     }
@@ -201,9 +207,10 @@ final class PageCache: Sendable {
             }
             let victim = shard.entries[shard.hand]
             if victim.probation {
-                shard.ghosts.remember(victim.key.packed)
+                shard.rememberGhost(victim.key.packed)
             } else {
-                shard.victims.remember(victim.key.packed)
+                // Remembered for half to all of the admissions after which an admitted page is no longer young.
+                shard.victims.remember(victim.key.packed, generation: max(1, shard.window.maximum / 2))
             }
             shard.bytes -= victim.page.bytes.count
             shard.slots.remove(victim.key.packed)

@@ -36,18 +36,19 @@ struct EntityCacheAdmissionTests {
         return inserted
     }
 
-    @Test("uniformly random reads of 800 times the cache soon admit a fifth as often as the fixed filter did")
+    @Test("uniformly random reads of 800 times the cache soon admit less than a quarter as often as at first")
     func randomReadsStopAdmitting() {
         let table = Self.table()
         var state: UInt64 = 21
         _ = Self.randomInserts(table, &state, reads: 256, keys: 200_000)   // the fill
-        let early = Self.randomInserts(table, &state, reads: 20_000, keys: 200_000)
+        let early = Self.randomInserts(table, &state, reads: 5_000, keys: 200_000)
         _ = Self.randomInserts(table, &state, reads: 300_000, keys: 200_000)
         let late = Self.randomInserts(table, &state, reads: 20_000, keys: 200_000)
-        // The filter noting 16,384 keys admits about one miss in sixteen here (most by false positives): 1,100 to
-        // 1,300 in three runs.
-        #expect(early > 600, "the widest window admits as the fixed filter did: \(early) inserts")
-        #expect(late * 5 < early, "inserts fell from \(early) to \(late) per 20,000 reads")
+        // At first the filter notes up to 16,384 keys and admits about one miss in sixteen, most by false
+        // positives (the key hashes are seeded per process): 220-280 of the first 5,000 reads, 100-120 of 20,000
+        // reads once the window is narrow, in six runs.
+        #expect(early > 150, "the widest window admits as the fixed filter did: \(early) inserts")
+        #expect(late < early, "inserts fell from \(early) per 5,000 reads to \(late) per 20,000")
     }
 
     @Test("after a long uniformly random phase, a working set of a quarter of the cache gets in again")
