@@ -164,10 +164,11 @@ final class PageCache: Sendable {
     /// For a point read that just missed `key`: cache the page, admitted, when its key is remembered as a ghost
     /// (it was missed recently, within the shard's ``AdmissionWindow``); cache it on probation when its shard has
     /// room for a page of the writer's size (caching then evicts nothing, unless the page is larger: a single large
-    /// record); otherwise remember its key and read only the value, without caching the page. So once a shard is full, a page read once by a
-    /// point read is not cached: uniformly random reads neither pay to cache pages nor flush the ones read again
-    /// (2Q's rule, with the first miss remembered instead of cached on probation). A cache whose shards cannot
-    /// hold a page of the writer's size (0 bytes included) always reads values only. O(1).
+    /// record); otherwise remember its key and read only the value, without caching the page. So once a shard is
+    /// full, a page read once by a point read is not cached: uniformly random reads neither pay to cache pages nor
+    /// flush the ones read again (2Q's rule, with the first miss remembered instead of cached on probation). A
+    /// cache whose shards cannot hold a page of the writer's size (0 bytes included) always reads values only.
+    /// O(1).
     func afterMiss(_ key: Key) -> MissPolicy {
         guard shardCapacity > 0, shardCapacity >= readAhead.maximum else { return .readValueOnly }
         return shards[shardIndex(key)].mutex.withLock { shard in
