@@ -75,7 +75,7 @@ final class EntityCacheTable: Sendable {
         /// How many keys the filter notes before it is cleared, in units of `filterResetCount / victimCount`.
         var window = AdmissionWindow(maximum: EntityCacheTable.victimCount)
         /// Hashes of the keys of entries evicted lately: a miss on one is a regret of the admission that evicted it.
-        var victims = PageGhosts(capacity: EntityCacheTable.victimCount)
+        var victims = EvictedKeys(capacity: EntityCacheTable.victimCount)
         var hits = 0
         var misses = 0
 
@@ -271,12 +271,17 @@ final class EntityCacheTable: Sendable {
             return nil
         }
         s.bytes -= s.slots[i].cost
-        s.victims.remember(s.slots[i].key.hash, generation: victimCount / 2)
+        s.victims.remember(s.slots[i].key.hash)
         s.index.remove(s.slots[i].key.hash, slot: i)
         s.slots[i] = Slot(key: EntityCacheKey([]), sequence: 0, seenFrom: 1, seenTo: 0, cost: 0, box: nil,
                           referenced: false)
         s.free.append(i)
         return box
+    }
+
+    /// The admission window and its bounds (``LucidEngine/AdmissionWindow``), for tests and statistics.
+    var admissionWindow: (keys: Int, minimum: Int, maximum: Int) {
+        storage.withLock { ($0.window.keys, $0.window.minimum, $0.window.maximum) }
     }
 
     /// Entries, bytes counted, hits and misses since the table was made: a hit is a read that took an entry

@@ -6,15 +6,16 @@
 /// reads of data larger than the cache it cannot: the page admitted is no likelier to be read again than the page
 /// it evicts, and admitting it costs a whole-page decode, an allocation and a cold buffer freed. Measured at 1M
 /// records with a 64 MiB cache, random gets ran 15% faster with no admissions than with 2Q's fixed window, and a
-/// 1 MiB cache beat a 64 MiB one.
+/// 1 MiB cache beat a 64 MiB one. The data layer's entity cache adapts its filter of missed keys the same way.
 ///
 /// So the window follows two counts, ARC-style:
 /// - a **benefit** is the first hit on a page admitted among the last ``maximum`` admissions;
-/// - a **regret** is a miss on a page evicted, after it had been admitted or read again, among the last
-///   ``maximum`` such evictions: a read that the cache would have served, had it not admitted something else.
+/// - a **regret** is a miss on a page evicted lately, after it had been admitted or read again (``EvictedKeys``
+///   keeps about the last `2 × maximum`): a read that the cache would have served, had it not admitted something
+///   else.
 ///
-/// With reads uniformly random the two come at the same rate; with a working set, benefits outnumber regrets by
-/// far. A benefit widens the window by ``step`` and a regret narrows it by twice that (an admission must more than
+/// With reads uniformly random the two come at about the same rate; with a working set, benefits outnumber regrets
+/// by far. A benefit widens the window by ``step`` and a regret narrows it by twice that (an admission must more than
 /// break even: it costs a decode), between ``minimum`` and ``maximum``. At the minimum a few pages are still
 /// admitted, so a working set that appears later is seen and widens it again.
 ///

@@ -43,7 +43,7 @@ final class PageCache: Sendable {
         /// Keys of pages missed once lately (2Q's ghosts), each for one to two generations of `window.keys`.
         var ghosts: PageGhosts
         /// Keys of pages evicted lately after they had been admitted or read again: a miss on one is a regret.
-        var victims: PageGhosts
+        var victims: EvictedKeys
         var window: AdmissionWindow
 
         /// Marks the entry at `slot` recently used; its first hit since its admission is a benefit.
@@ -72,7 +72,7 @@ final class PageCache: Sendable {
     final class LockedShard: Sendable {
         let mutex: Mutex<Shard>
         init(window: Int) {
-            mutex = Mutex(Shard(ghosts: PageGhosts(capacity: window), victims: PageGhosts(capacity: window),
+            mutex = Mutex(Shard(ghosts: PageGhosts(capacity: window), victims: EvictedKeys(capacity: window),
                                 window: AdmissionWindow(maximum: window)))
         }
     }
@@ -210,8 +210,7 @@ final class PageCache: Sendable {
             if victim.probation {
                 shard.rememberGhost(victim.key.packed)
             } else {
-                // Remembered for half to all of the admissions after which an admitted page is no longer young.
-                shard.victims.remember(victim.key.packed, generation: max(1, shard.window.maximum / 2))
+                shard.victims.remember(victim.key.packed)
             }
             shard.bytes -= victim.page.bytes.count
             shard.slots.remove(victim.key.packed)

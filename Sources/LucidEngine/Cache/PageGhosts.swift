@@ -1,6 +1,5 @@
-/// Keys a cache remembers for a while without their pages: the keys of pages a shard dropped after a single read
-/// (2Q's "A1out" list: a page missed again while its key is remembered is admitted for good), or of entries evicted
-/// lately (``AdmissionWindow``'s regrets; the data layer's entity cache uses it too, for key hashes).
+/// The keys of pages a page cache shard dropped after a single read, remembered for a while without their pages
+/// (2Q's "A1out" list: a page missed again while its key is remembered is admitted for good).
 ///
 /// Two generations of a bitmap, a bit per key hash: ``remember(_:generation:)`` sets the key's bit in the current
 /// one, and after `generation` keys the current bitmap becomes the previous one and a cleared one the current; so a
@@ -17,7 +16,7 @@
 /// - Complexity: O(1) per ``take(_:)`` and ``remember(_:generation:)``, but for clearing a bitmap once per
 ///   generation (O(bits / 64) words, amortized over at least `generation` calls); `2 × bits / 8` bytes, 4 per key
 ///   of `capacity`.
-package struct PageGhosts {
+struct PageGhosts {
     private var current: [UInt64]
     private var previous: [UInt64]
     /// Keys remembered in the current generation.
@@ -26,7 +25,7 @@ package struct PageGhosts {
     private let bitShift: Int
 
     /// Ghosts for generations of up to `capacity` keys.
-    package init(capacity: Int) {
+    init(capacity: Int) {
         var shift = 10
         while 1 << shift < 16 * capacity { shift += 1 }
         bitShift = shift
@@ -41,7 +40,7 @@ package struct PageGhosts {
     }
 
     /// Whether `key` is remembered (or another key with its bit); forgets it when it is.
-    @inline(__always) package mutating func take(_ key: UInt64) -> Bool {
+    @inline(__always) mutating func take(_ key: UInt64) -> Bool {
         let b = bit(key)
         let word = b >> 6
         let mask = UInt64(1) << UInt64(b & 63)
@@ -55,7 +54,7 @@ package struct PageGhosts {
 
     /// Remembers `key`; after `generation` keys (at least one) since the last turn, the current generation becomes
     /// the previous one and the one before is forgotten.
-    @inline(__always) package mutating func remember(_ key: UInt64, generation: Int) {
+    @inline(__always) mutating func remember(_ key: UInt64, generation: Int) {
         let b = bit(key)
         current[b >> 6] |= UInt64(1) << UInt64(b & 63)
         noted += 1

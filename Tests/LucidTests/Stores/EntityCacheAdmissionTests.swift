@@ -52,10 +52,13 @@ struct EntityCacheAdmissionTests {
     }
 
     @Test("after a long uniformly random phase, a working set of a quarter of the cache gets in again")
-    func workingSetWidensTheWindow() {
+    func workingSetGetsIn() {
         let table = Self.table()
         var state: UInt64 = 22
         _ = Self.randomInserts(table, &state, reads: 320_000, keys: 200_000)
+        let narrowed = table.admissionWindow
+        #expect(narrowed.keys <= 4 * narrowed.minimum, "after the random reads: \(narrowed)")
+        // 64 hot entries, each hot read followed by a read of a record never read again.
         var hits = 0
         var reads = 0
         var cold = 1_000_000
@@ -65,9 +68,28 @@ struct EntityCacheAdmissionTests {
                 let hit = Self.read(table, 500_000 + Int((state >> 33) % 64)).hit
                 if round >= 50 { reads += 1; hits += hit ? 1 : 0 }
                 cold += 1
-                _ = Self.read(table, cold)   // a record never read again
+                _ = Self.read(table, cold)
             }
         }
         #expect(Double(hits) > 0.9 * Double(reads), "hot entries hit \(hits) of \(reads) times in the last rounds")
+    }
+
+    @Test("a miss of an entry evicted by an admission narrows the window; the admitted entry's first hit widens it")
+    func regretsAndBenefits() {
+        let table = Self.table()
+        for i in 0..<256 { _ = Self.read(table, i) }   // the fill: each key admitted at its first miss
+        // Key 1,000 missed twice: admitted, it evicts the entry under the hand, key 0 (read once, unreferenced).
+        let first = Self.read(table, 1_000)
+        let second = Self.read(table, 1_000)
+        #expect(!first.inserted && second.inserted)
+        let widest = table.admissionWindow.keys
+        let regret = Self.read(table, 0)
+        let narrowed = table.admissionWindow.keys
+        #expect(!regret.hit && narrowed < widest, "a regret: \(widest) → \(narrowed)")
+        let hit = Self.read(table, 1_000)
+        let widened = table.admissionWindow.keys
+        #expect(hit.hit && widened > narrowed, "a benefit: \(narrowed) → \(widened)")
+        _ = Self.read(table, 1_000)
+        #expect(table.admissionWindow.keys == widened, "only the first hit counts")
     }
 }
