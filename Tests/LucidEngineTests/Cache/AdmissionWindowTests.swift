@@ -107,4 +107,24 @@ struct AdmissionWindowTests {
         for key in UInt64(100_000)..<110_000 where ghosts.take(key) { imagined += 1 }
         #expect(imagined < 1_250, "\(imagined) of 10,000 keys never remembered were taken")
     }
+
+    @Test("evicted keys: a key remembered is taken once, a later key may take its slot, and few are imagined")
+    func evictedKeys() {
+        var keys = EvictedKeys(capacity: 1_024)
+        keys.remember(7)
+        let first = keys.take(7)
+        let again = keys.take(7)
+        #expect(first && !again, "taken once: \(first), \(again)")
+        // Fill the table (2,048 slots) with 4,096 keys: the last key remembered is always there.
+        for key in UInt64(10_000)..<14_096 { keys.remember(key) }
+        let last = keys.take(14_095)
+        #expect(last)
+        var kept = 0
+        for key in UInt64(10_000)..<14_095 where keys.take(key) { kept += 1 }
+        #expect(kept > 1_000 && kept < 2_048, "\(kept) of 4,095 earlier keys still remembered in 2,048 slots")
+        for key in UInt64(20_000)..<22_048 { keys.remember(key) }
+        var imagined = 0
+        for key in UInt64(1_000_000)..<1_100_000 where keys.take(key) { imagined += 1 }
+        #expect(imagined < 30, "\(imagined) of 100,000 keys never remembered were taken")
+    }
 }
