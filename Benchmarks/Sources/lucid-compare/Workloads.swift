@@ -149,6 +149,7 @@ struct PhaseRunner {
         if readPhases?.contains("get_hot") == true {
             var hot: [Int] = []
             for i in 0..<size.records where Records.key(i, .random)[0] < 26 { hot.append(i) }
+            if hot.isEmpty { hot = [0] }
             var missing = 0
             let gets = size.records
             let seconds = try timed {

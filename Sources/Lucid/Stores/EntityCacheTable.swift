@@ -24,9 +24,9 @@ final class EntityCacheTable: Sendable {
     /// Bits in the filter of keys that missed (a power of two), and how many are noted before it is cleared.
     static var filterBits: Int { 1 << 16 }
     static var filterResetCount: Int { 1 << 14 }
-    /// Keys of evicted entries remembered (their hashes), and admissions an entry counts as young: the
-    /// ``LucidEngine/AdmissionWindow``'s widest window; the filter notes `filterResetCount / victimCount` keys per
-    /// key of the window.
+    /// The ``LucidEngine/AdmissionWindow``'s widest window, and admissions an entry counts as young; the filter
+    /// notes `filterResetCount / victimCount` keys per key of the window. The ``LucidEngine/EvictedKeys`` table of
+    /// evicted entries' key hashes is sized for as many (8,192 slots: it keeps about that many).
     static var victimCount: Int { 1 << 12 }
 
     /// The fields a probe reads come first (the key's head, the reference bit, the sequences and the box: 64
@@ -200,7 +200,7 @@ final class EntityCacheTable: Sendable {
         if s.missed[bit >> 6] & mask != 0 { return true }
         s.missed[bit >> 6] |= mask
         s.missedCount += 1
-        if s.missedCount >= s.window.keys * (filterResetCount / victimCount) {
+        if s.missedCount >= s.window.keys * filterResetCount / victimCount {
             for w in s.missed.indices { s.missed[w] = 0 }
             s.missedCount = 0
         }

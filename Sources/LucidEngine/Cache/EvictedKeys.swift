@@ -8,10 +8,10 @@
 /// benefits, which only admissions bring; a bitmap's false positives (a few percent of those misses) kept the
 /// window at its narrowest under a working set. Here a key never remembered is taken for one at most once in
 /// 32,768 lookups (15 bits of fingerprint). A key stays until a later one takes its slot (after about `2 × capacity`
-/// evictions on average), or until it is taken.
+/// evictions on average), or until it is taken; so it keeps about as many keys as it has slots.
 ///
-/// - Complexity: O(1) per operation, a single slot of 2 bytes touched; `4 × capacity` bytes at most (a power of
-///   two of slots).
+/// - Complexity: O(1) per operation, a single slot of 2 bytes touched; fewer than `4 × capacity` slots (the
+///   power of two at or above `2 × capacity`), so under `8 × capacity` bytes.
 package struct EvictedKeys {
     /// 0 marks an empty slot; a fingerprint is never 0.
     private var fingerprints: [UInt16]

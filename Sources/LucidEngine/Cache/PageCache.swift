@@ -138,7 +138,8 @@ final class PageCache: Sendable {
         guard size <= shardCapacity else { return }
         shards[shardIndex(key)].mutex.withLock { shard in
             if let slot = shard.slots.value(for: key.packed) {
-                shard.noteHit(slot)
+                // Another reader cached it first: recently used, but no read of the cache (no benefit).
+                shard.entries[slot].referenced = true
                 return
             }
             shard.noteMiss(key.packed)
