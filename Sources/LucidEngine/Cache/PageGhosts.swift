@@ -11,7 +11,7 @@
 /// spread over much more data than the cache holds (5.7% of a 1M-record get's samples, its look-ups and removals).
 /// The price is false positives: a key whose bits other keys set counts as remembered, and its page is admitted
 /// (evicting another) instead of going on probation. A bitmap has 32 bits per key of the longest generation (and at
-/// least 1,024), so that a key never remembered is taken as remembered about once in 100 look-ups when both
+/// least 1,024), so that a key never remembered is taken as remembered about once in 70 look-ups when both
 /// generations are full at the widest window, and far less at the narrow windows uniformly random reads settle on.
 /// A take clears the key's bits, which may forget another key that shares them (a page not admitted).
 ///
