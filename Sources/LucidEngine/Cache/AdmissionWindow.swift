@@ -17,7 +17,9 @@
 /// With reads uniformly random the two come at about the same rate; with a working set, benefits outnumber regrets
 /// by far. A benefit widens the window by ``step`` and a regret narrows it by twice that (an admission must more than
 /// break even: it costs a decode), between ``minimum`` and ``maximum``. At the minimum a few pages are still
-/// admitted, so a working set that appears later is seen and widens it again.
+/// admitted, so a working set that appears later is seen and widens it again. An eviction counts whatever caused it
+/// (a point read's admission, the writer's newly written pages, a scan's pages): a phase of heavy writes narrows
+/// the window too, which delays a working set's return by a few dozen admissions.
 ///
 /// - Complexity: O(1) per event; no allocation.
 package struct AdmissionWindow {
