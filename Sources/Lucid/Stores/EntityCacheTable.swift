@@ -82,11 +82,7 @@ final class EntityCacheTable: Sendable {
         /// Marks the entry at `i` recently used; its first hit since it was admitted is a benefit.
         @inline(__always) mutating func noteHit(_ i: Int) {
             slots[i].referenced = true
-            let stamp = slots[i].stamp
-            if stamp != 0 {
-                slots[i].stamp = 0
-                window.firstHit(stamp: stamp)
-            }
+            window.hit(stamp: &slots[i].stamp)
         }
     }
 

@@ -49,6 +49,15 @@ package struct AdmissionWindow {
         return admissions
     }
 
+    /// Called on a hit of an entry whose stamp is `stamp`: on its first hit since its admission (a non-zero stamp),
+    /// counts ``firstHit(stamp:)`` and clears the stamp, so that later hits count nothing.
+    @inline(__always)
+    package mutating func hit(stamp: inout UInt32) {
+        guard stamp != 0 else { return }
+        firstHit(stamp: stamp)
+        stamp = 0
+    }
+
     /// Called on the first hit of an entry stamped `stamp` (non-zero): a benefit when the entry is among the last
     /// ``maximum`` admissions.
     package mutating func firstHit(stamp: UInt32) {

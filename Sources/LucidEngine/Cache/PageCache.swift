@@ -49,11 +49,7 @@ final class PageCache: Sendable {
         /// Marks the entry at `slot` recently used; its first hit since its admission is a benefit.
         @inline(__always) mutating func noteHit(_ slot: Int) {
             entries[slot].referenced = true
-            let stamp = entries[slot].stamp
-            if stamp != 0 {
-                entries[slot].stamp = 0
-                window.firstHit(stamp: stamp)
-            }
+            window.hit(stamp: &entries[slot].stamp)
         }
 
         /// Counts a regret when `key` was evicted lately after it had been admitted or read again.
