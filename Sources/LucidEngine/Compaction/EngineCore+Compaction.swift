@@ -219,7 +219,7 @@ extension EngineCore {
         }
         for (entry, file) in zip(outputs, files) {
             if options.memoryMappedReads {
-                file.mapSealed(length: entry.sealedLength, checkingPages: options.readsPagesInPlace)
+                file.mapSealed(length: entry.sealedLength, readingInPlace: options.readsPagesInPlace)
             }
             next.segments[entry.id] = file
             next.sealedLengths[entry.id] = entry.sealedLength

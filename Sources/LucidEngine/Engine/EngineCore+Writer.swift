@@ -338,9 +338,9 @@ extension EngineCore {
         writer.durableEnd = writer.activeEnd
         writer.preallocatedEnd = writer.activeEnd
         if options.memoryMappedReads {
-            old.mapSealed(length: sealedLength, checkingPages: options.readsPagesInPlace)
+            old.mapSealed(length: sealedLength, readingInPlace: options.readsPagesInPlace)
             file.mapActive(end: UInt64(Format.segmentHeaderLength), segmentSize: options.segmentSize,
-                           checkingPages: options.readsPagesInPlace)
+                           readingInPlace: options.readsPagesInPlace)
         }
         state.write { s in
             s.sealedLengths[old.id] = sealedLength

@@ -20,7 +20,8 @@ public struct EngineOptions: Sendable {
         /// LZ4 block compression of whole pages, kept for a page when it saves at least 1/8 (the default). Commits
         /// use LZ4's fast compressor, compaction
         /// ``EngineOptions/compactionCompressionLevel``. A read that misses the page cache checks the whole stored
-        /// page and decompresses it up to the value it wants.
+        /// page (with ``EngineOptions/memoryMappedReads``, the first time the process reads it: see ``none``) and
+        /// decompresses it up to the value it wants.
         case lz4
         /// Each record LZ4-compressed alone, against a dictionary of records written lately that the segment
         /// holds as its first two pages (format version 3). A read decodes only the record it wants, so point reads
@@ -93,7 +94,7 @@ public struct EngineOptions: Sendable {
     /// Only bytes below a segment's published end are read through the mapping. The cost is the mapping's usual
     /// one: if the disk fails to deliver a mapped page (an I/O error), or another process ignores the store's lock
     /// and cuts a segment, the process gets SIGBUS instead of an ``LucidError/Code/io`` error. Checksums are
-    /// checked either way (with ``PageCompression/none``, the first time the process reads each page: see there),
+    /// checked either way (with mapped reads, the first time the process reads each page: see ``PageCompression/none``),
     /// and mapped pages count in the process's resident memory while the kernel keeps them.
     public var memoryMappedReads: Bool = false
     /// How the pages a store writes from now on are stored. Default ``PageCompression/lz4``.

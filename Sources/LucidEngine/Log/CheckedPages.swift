@@ -7,8 +7,9 @@ import Musl
 import Darwin
 #endif
 
-/// Which pages of a mapped segment this process has checked and found stored uncompressed, so that later reads
-/// copy their values straight from the mapping (``EngineOptions/PageCompression/none``).
+/// Which pages of a mapped segment this process has checked (header and checksum), so that later reads of them skip
+/// the checksum and, in a store that reads pages in place (``EngineOptions/PageCompression/none``,
+/// ``EngineOptions/PageCompression/lz4Records``), copy or decode values straight from the mapping.
 ///
 /// One bit per 32 bytes of the mapping, indexed by the page's offset: two pages start at least a page header
 /// (48 bytes) apart, so no two share a bit. The bits live in zeroed memory from `calloc`, which the system

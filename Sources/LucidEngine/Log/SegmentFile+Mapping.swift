@@ -6,33 +6,34 @@ extension SegmentFile {
     /// into a buffer. Does nothing for a file layer that cannot map (the fault-injecting one) or when `mmap`
     /// fails: reads then keep using `pread`. Cost: one `mmap` call; pages fault in on first use.
     ///
-    /// With `checkingPages` (``EngineOptions/PageCompression/none``, ``EngineOptions/PageCompression/lz4Records``),
-    /// the mapping records which pages stored without whole-page compression reads have checked, and reads copy
-    /// values from those in place (``checkedValue(pageAt:range:)``).
+    /// The mapping records which pages reads have checked (``CheckedPages``): a later read of one skips its
+    /// checksum. With `readingInPlace` (``EngineOptions/PageCompression/none``,
+    /// ``EngineOptions/PageCompression/lz4Records``), reads copy values in place from checked pages stored without
+    /// whole-page compression (``checkedValue(pageAt:range:records:)``).
     ///
     /// Sound because the engine never changes or cuts a byte below a segment's published end: the writer
     /// appends (and cuts only its own filler, past the end), and a sealed segment is immutable.
-    func map(capacity: UInt64, checkingPages: Bool) {
+    func map(capacity: UInt64, readingInPlace: Bool) {
         guard capacity > UInt64(Format.segmentHeaderLength), capacity <= UInt64(Int.max),
               let posix = handle as? PosixFileHandle,
               let mapped = try? posix.map(length: Int(capacity)) else { return }
-        mapping.install(SegmentMapping(file: mapped, tracksCheckedPages: checkingPages))
+        mapping.install(SegmentMapping(file: mapped, readsInPlace: readingInPlace))
     }
 
     /// Maps a sealed segment of `length` bytes (its file's size) and lets reads use all of it. A segment mapped
     /// while it was active keeps that mapping when it covers `length`.
-    func mapSealed(length: UInt64, checkingPages: Bool) {
+    func mapSealed(length: UInt64, readingInPlace: Bool) {
         setReadableEnd(length)
         if mapping.withCurrent({ ($0?.bytes.count ?? 0) >= length }) { return }
-        map(capacity: length, checkingPages: checkingPages)
+        map(capacity: length, readingInPlace: readingInPlace)
     }
 
     /// Maps the active segment, whose published end is `end`, with room to grow to a quarter past `segmentSize`
     /// (a page that does not end inside the mapping is read with `pread`; a segment grows past its size by at most
     /// one commit group, which can be large).
-    func mapActive(end: UInt64, segmentSize: UInt64, checkingPages: Bool) {
+    func mapActive(end: UInt64, segmentSize: UInt64, readingInPlace: Bool) {
         setReadableEnd(end)
-        map(capacity: max(end, segmentSize + segmentSize / 4), checkingPages: checkingPages)
+        map(capacity: max(end, segmentSize + segmentSize / 4), readingInPlace: readingInPlace)
     }
 
     /// Moves the bound of mapped reads: the writer calls it with the active segment's end before publishing the
@@ -70,7 +71,7 @@ extension SegmentFile {
     /// lock; reads the page's header from the mapping.
     func readsInPlace(pageAt offset: UInt64) -> Bool {
         mapping.withCurrent { mapped in
-            guard let mapped, mapped.checkedPages != nil,
+            guard let mapped, mapped.readsInPlace,
                   let (header, limit) = mappedHeader(at: offset, in: mapped) else { return false }
             let flags = header.load(fromByteOffset: Format.pageHeaderFlagsOffset, as: UInt8.self)
             let storedOffset = Format.pageHeaderStoredLengthOffset
@@ -100,8 +101,10 @@ extension SegmentFile {
     /// `pread` path's checks against `fileEnd`; nil when the page does not lie wholly below `limit` (the readable
     /// end, at most the mapping's size), for the `pread` path to read. So a damaged header can never make a read
     /// leave the bytes the file holds. `decode` verifies the payload (``PageCodec``, as every reader of
-    /// ``StoredPageDecoder`` does): a page it returns from, stored without whole-page compression (as it is, or
-    /// records compressed one by one), is marked checked when the mapping tracks that (``CheckedPages``).
+    /// ``StoredPageDecoder`` does), told whether a read from this mapping did already (``CheckedPages``): a page it
+    /// returns from is marked checked, so that the next read of it skips the checksum. Sound because a byte below
+    /// the readable end never changes while it is mapped (see ``map(capacity:readingInPlace:)``); the header is
+    /// decoded and checked on every read all the same.
     func mappedPage<R>(at offset: UInt64, fileEnd: UInt64, limit: UInt64, in mapped: SegmentMapping,
                        _ decode: StoredPageDecoder<R>) throws -> R? {
         let bytes = mapped.bytes
@@ -120,8 +123,9 @@ extension SegmentFile {
         let payloadStart = start + headerLength
         guard UInt64(payloadStart) + UInt64(header.storedLength) <= limit else { return nil }
         let stored = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<payloadStart + Int(header.storedLength)])
-        let result = try decode(header, headerBytes, stored)
-        if !header.isCompressed { mapped.checkedPages?.insert(pageAt: offset) }
+        let checked = mapped.checkedPages.contains(pageAt: offset)
+        let result = try decode(header, headerBytes, stored, checked)
+        if !checked { mapped.checkedPages.insert(pageAt: offset) }
         return result
     }
 
@@ -158,7 +162,7 @@ extension SegmentFile {
                 case .miss(let admit): if admit { admitAs = key }
                 }
             }
-            guard mapped.checkedPages?.contains(pageAt: offset) == true else { return nil }
+            guard mapped.readsInPlace, mapped.checkedPages.contains(pageAt: offset) else { return nil }
             func u32(_ at: Int) -> UInt32 {
                 UInt32(littleEndian: header.loadUnaligned(fromByteOffset: at, as: UInt32.self))
             }

@@ -7,7 +7,7 @@ final class SegmentFile: Sendable {
     let path: String
     let header: SegmentHeader
     let handle: any FileHandle
-    /// The file's bytes, mapped by ``map(capacity:checkingPages:)``; none: reads use `pread`.
+    /// The file's bytes, mapped by ``map(capacity:readingInPlace:)``; none: reads use `pread`.
     let mapping = MappingSlot()
     /// How far reads through the mapping may go: the sealed length, or the active segment's published end
     /// (stored before the records are published, so a location a reader holds never lies past it).
@@ -118,9 +118,10 @@ final class SegmentFile: Sendable {
     /// One `pread` covers the header and `expectedStoredLength` payload bytes (the writer's page size is a good
     /// guess: a payload is stored compressed only when that saves 1/8); a larger page costs a second one.
     func readPage(at offset: UInt64, fileEnd: UInt64, expectedStoredLength: Int = 0) throws -> (PageHeader, PageBuffer) {
-        try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored in
+        try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored, checked in
             let raw = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                    file: path, offset: offset, dictionary: recordDictionary)
+                                                    checked: checked, file: path, offset: offset,
+                                                    dictionary: recordDictionary)
             return (header, PageBuffer(raw))
         }
     }
@@ -131,9 +132,9 @@ final class SegmentFile: Sendable {
     /// ``LucidError/Code/corruption`` when `range` lies outside the page.
     func readValue(at offset: UInt64, range: Range<Int>, fileEnd: UInt64,
                    expectedStoredLength: Int = 0) throws -> (PageHeader, [UInt8]) {
-        try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored in
+        try withStoredPage(at: offset, fileEnd: fileEnd, expectedStoredLength: expectedStoredLength) { header, headerBytes, stored, checked in
             let value = try PageCodec.verifyAndDecode(header: header, headerBytes: headerBytes, stored: stored,
-                                                      range: range, file: path, offset: offset,
+                                                      checked: checked, range: range, file: path, offset: offset,
                                                       dictionary: recordDictionary)
             return (header, value)
         }
@@ -176,26 +177,28 @@ final class SegmentFile: Sendable {
         return try first.withUnsafeBytes { b in
             try rest.withUnsafeBytes { r in
                 try decode(header, UnsafeRawBufferPointer(rebasing: b[0..<headerLength]),
-                           inFirst ? UnsafeRawBufferPointer(rebasing: b[headerLength..<payloadEnd]) : r)
+                           inFirst ? UnsafeRawBufferPointer(rebasing: b[headerLength..<payloadEnd]) : r, false)
             }
         }
     }
 }
 
-/// What a page read does with a page whose header checked out: given the header, its bytes and the stored
-/// payload (valid only during the call), it verifies and decodes the payload (``PageCodec``).
-typealias StoredPageDecoder<R> = (PageHeader, UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R
+/// What a page read does with a page whose header checked out: given the header, its bytes, the stored payload
+/// (valid only during the call) and whether a read from the same mapping verified that payload's checksum already
+/// (``CheckedPages``), it verifies and decodes the payload (``PageCodec``).
+typealias StoredPageDecoder<R> = (PageHeader, UnsafeRawBufferPointer, UnsafeRawBufferPointer, Bool) throws -> R
 
 /// Checksum verification and decompression of a page payload, shared by every reader of pages.
 enum PageCodec {
-    /// Checks that `stored` is the whole stored payload the header claims and that the page's checksum (header
-    /// and payload) matches. - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
+    /// Checks that `stored` is the whole stored payload the header claims and, unless `checked` (a read from the
+    /// same mapping verified it: ``CheckedPages``), that the page's checksum (header and payload) matches.
+    /// - Throws: ``LucidError/Code/corruption`` at `file`, `offset`.
     static func verify(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
-                       file: String, offset: UInt64) throws {
+                       checked: Bool = false, file: String, offset: UInt64) throws {
         guard stored.count == Int(header.storedLength) else {
             throw LucidError.corruption("page payload truncated", file: file, offset: offset)
         }
-        guard PageHeader.computeCRC(headerBytes: headerBytes, payload: stored) == header.maskedCRC else {
+        guard checked || PageHeader.computeCRC(headerBytes: headerBytes, payload: stored) == header.maskedCRC else {
             throw LucidError.corruption("page checksum mismatch", file: file, offset: offset)
         }
     }
@@ -205,9 +208,9 @@ enum PageCodec {
     /// `dictionary` gives the segment's record dictionary, asked for only by a page whose records are compressed
     /// against it (``RecordPageCodec``).
     static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
-                                file: String, offset: UInt64,
+                                checked: Bool = false, file: String, offset: UInt64,
                                 dictionary: () throws -> LZ4.PreparedDictionary) throws -> [UInt8] {
-        try verify(header: header, headerBytes: headerBytes, stored: stored, file: file, offset: offset)
+        try verify(header: header, headerBytes: headerBytes, stored: stored, checked: checked, file: file, offset: offset)
         if header.hasCompressedRecords {
             return try RecordPageCodec.decode(stored, header: header, dictionary: try dictionary(), file: file, offset: offset)
         }
@@ -225,9 +228,9 @@ enum PageCodec {
     /// - Throws: ``LucidError/Code/corruption`` at `file`, `offset` when a check fails or `range` lies outside the
     ///   payload.
     static func verifyAndDecode(header: PageHeader, headerBytes: UnsafeRawBufferPointer, stored: UnsafeRawBufferPointer,
-                                range: Range<Int>, file: String, offset: UInt64,
+                                checked: Bool = false, range: Range<Int>, file: String, offset: UInt64,
                                 dictionary: () throws -> LZ4.PreparedDictionary) throws -> [UInt8] {
-        try verify(header: header, headerBytes: headerBytes, stored: stored, file: file, offset: offset)
+        try verify(header: header, headerBytes: headerBytes, stored: stored, checked: checked, file: file, offset: offset)
         let rawLength = header.isCompressed || header.hasCompressedRecords ? Int(header.rawLength) : stored.count
         guard range.lowerBound >= 0, range.upperBound <= rawLength else {
             throw LucidError.corruption("value range lies outside its page", file: file, offset: offset)

@@ -1,16 +1,21 @@
 import Synchronization
 
-/// A segment's read-only mapping (``FileMapping``) and, for a store that writes uncompressed pages, which of its
-/// pages this process has checked (``CheckedPages``): the reads that may skip the page cache and copy values in
-/// place.
+/// A segment's read-only mapping (``FileMapping``) and which of its pages this process has checked
+/// (``CheckedPages``): a page's checksum is verified once per mapping, and, for a store that reads pages in place
+/// (``EngineOptions/PageCompression/none``, ``EngineOptions/PageCompression/lz4Records``), a checked page stored
+/// without whole-page compression lets reads skip the page cache and copy (or decode) values in place.
 final class SegmentMapping: Sendable {
     let file: FileMapping
-    /// Nil unless the store reads checked uncompressed pages in place (``EngineOptions/PageCompression/none``).
-    let checkedPages: CheckedPages?
+    /// The pages whose header and checksum a read from this mapping verified.
+    let checkedPages: CheckedPages
+    /// Whether point reads take values of checked pages stored without whole-page compression straight from the
+    /// mapping (``SegmentFile/checkedValue(pageAt:range:records:)``).
+    let readsInPlace: Bool
 
-    init(file: FileMapping, tracksCheckedPages: Bool) {
+    init(file: FileMapping, readsInPlace: Bool) {
         self.file = file
-        checkedPages = tracksCheckedPages ? CheckedPages(mappingLength: file.bytes.count) : nil
+        self.readsInPlace = readsInPlace
+        checkedPages = CheckedPages(mappingLength: file.bytes.count)
     }
 
     var bytes: UnsafeRawBufferPointer { file.bytes }

@@ -146,7 +146,7 @@ struct Recovery {
         state.activeEnd = UInt64(Format.segmentHeaderLength)
         if options.memoryMappedReads {
             first.mapActive(end: state.activeEnd, segmentSize: options.segmentSize,
-                            checkingPages: options.readsPagesInPlace)
+                            readingInPlace: options.readsPagesInPlace)
         }
         let writer = WriterState(manifest: manifest, active: first, activeEnd: state.activeEnd,
                                  nextLSN: 1, syncedLSN: 0, lastSequence: 0)
@@ -236,7 +236,7 @@ struct Recovery {
             state.activeSegment = entry.id
             state.activeEnd = activeEnd
             if options.memoryMappedReads {
-                file.mapActive(end: activeEnd, segmentSize: options.segmentSize, checkingPages: options.readsPagesInPlace)
+                file.mapActive(end: activeEnd, segmentSize: options.segmentSize, readingInPlace: options.readsPagesInPlace)
             }
         }
         guard let active = activeFile, let nextLSN = expectedLSN else {
@@ -315,7 +315,7 @@ struct Recovery {
         }
         let file = SegmentFile(id: entry.id, path: path, header: header, handle: handle)
         if entry.sealed, options.memoryMappedReads {
-            file.mapSealed(length: entry.sealedLength, checkingPages: options.readsPagesInPlace)
+            file.mapSealed(length: entry.sealedLength, readingInPlace: options.readsPagesInPlace)
         }
         return file
     }

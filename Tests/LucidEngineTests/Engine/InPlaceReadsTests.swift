@@ -83,7 +83,7 @@ struct InPlaceReadsTests {
 
     static func isChecked(_ i: Int, _ engine: Engine) throws -> Bool {
         let (file, offset, _) = try page(of: i, engine)
-        return file.mapping.withCurrent { $0?.checkedPages?.contains(pageAt: offset) ?? false }
+        return file.mapping.withCurrent { $0?.checkedPages.contains(pageAt: offset) ?? false }
     }
 
     @Test("uncompressed stores read back across roll, reopen and compaction, mapped or not; checked pages skip the cache",
@@ -380,6 +380,50 @@ struct InPlaceReadsTests {
         }
     }
 
+    @Test(".lz4 pages are checked once per mapping: damage before the first read is corruption, after it is not seen; verify and a reopen see it")
+    func compressedPagesCheckedOnce() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            // No page cache: every get reads its page from the mapping and decodes it up to the value.
+            var engine = try Engine.open(at: dir, options: Self.options(.lz4, cacheBytes: 0))
+            try Self.write(engine, 0..<300, generation: 0)
+            try engine.close()
+            engine = try Engine.open(at: dir, options: Self.options(.lz4, cacheBytes: 0))
+            defer { try? engine.close() }
+            let (file, offset, location) = try Self.page(of: 42, engine)
+            let payload = try file.handle.read(at: offset, count: Format.pageHeaderLength)
+            #expect(payload[Format.pageHeaderFlagsOffset] & Format.pageFlagCompressed != 0, "the page is compressed")
+            let storedLength = payload.withUnsafeBytes {
+                Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: Format.pageHeaderStoredLengthOffset,
+                                                          as: UInt32.self)))
+            }
+            // The last stored byte: a partial decode of the page's first record never reads it, the checksum does.
+            let last = offset + UInt64(Format.pageHeaderLength + storedLength - 1)
+            try Self.flip(0x01, at: last, of: file.path)
+            do {
+                _ = try engine.get(Self.key(42), in: "p")
+                Issue.record("the first read of a damaged page must fail its checksum")
+            } catch let error as LucidError {
+                #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
+            }
+            #expect(try !Self.isChecked(42, engine), "a page that failed its check stays unchecked")
+            try Self.flip(0x01, at: last, of: file.path)
+            #expect(try engine.get(Self.key(42), in: "p") == Self.value(42, generation: 0))
+            #expect(try Self.isChecked(42, engine), "the read checked it")
+            #expect(try PageFetch.checkedValue(at: location, in: file, records: nil) == nil, "not read in place")
+
+            // Damaged after its check: reads of this mapping do not check it again (the documented trade).
+            try Self.flip(0x01, at: last, of: file.path)
+            #expect(try engine.get(Self.key(42), in: "p") == Self.value(42, generation: 0),
+                    "a checked page's checksum is not computed again")
+            #expect(try !engine.verify().ok, "verify checks every page")
+            try engine.close()
+            engine = try Engine.open(at: dir, options: Self.options(.lz4, cacheBytes: 0))
+            #expect(throws: LucidError.self, "a new mapping checks the page again") {
+                _ = try engine.get(Self.key(42), in: "p")
+            }
+        }
+    }
+
     @Test("a store written compressed, opened with .none, reads old pages through the cache and writes new ones raw")
     func compressedThenRaw() throws {
         try EngineTest.withTemporaryDirectory { dir in
@@ -391,12 +435,18 @@ struct InPlaceReadsTests {
             defer { try? engine.close() }
             var generations = [Int](repeating: 0, count: 1_000)
             try Self.checkAll(engine, generations, "compressed pages")
-            #expect(try !Self.isChecked(10, engine), "a compressed page is never read in place")
+            /// The value of record `i` read in place from its checked page, or nil when its page is not read so.
+            func inPlace(_ i: Int) throws -> [UInt8]? {
+                let (file, _, location) = try Self.page(of: i, engine)
+                return try PageFetch.checkedValue(at: location, in: file, records: nil)
+            }
+            #expect(try Self.isChecked(10, engine), "a compressed page read is checked once")
+            #expect(try inPlace(10) == nil, "a compressed page is never read in place")
             try Self.write(engine, 0..<200, generation: 1)
             for i in 0..<200 { generations[i] = 1 }
             try Self.checkAll(engine, generations, "mixed pages")
-            #expect(try Self.isChecked(10, engine), "a page written raw is read in place")
-            #expect(try !Self.isChecked(500, engine))
+            #expect(try inPlace(10) == Self.value(10, generation: 1), "a page written raw is read in place")
+            #expect(try Self.isChecked(500, engine) && inPlace(500) == nil, "a page still compressed is not")
         }
     }
 }
