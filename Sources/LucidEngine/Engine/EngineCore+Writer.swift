@@ -125,7 +125,8 @@ extension EngineCore {
                                   expectedBytes: batches.reduce(0) { $0 + $1.batch.approximateBytes }
                                       + (startsSegment ? 2 * (dictionary?.count ?? 0) : 0),
                                   compressing: options.pageCompression != .none, dictionary: dictionary,
-                                  sampling: options.pageCompression == .lz4Records)
+                                  sampling: options.pageCompression == .lz4Records,
+                                  compressor: writer.pageCompressor)
         if let dictionary, startsSegment { builder.appendDictionaryPages(dictionary.contents) }
         var sequence = writer.lastSequence
         for pending in batches {

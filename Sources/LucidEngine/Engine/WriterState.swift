@@ -33,6 +33,8 @@ final class WriterState: @unchecked Sendable {
     var segmentDictionary: (segment: UInt64, prepared: LZ4.PreparedDictionary?)?
     /// Records written lately, for the next segment's dictionary.
     var recordSamples = RecordSamples()
+    /// Compresses the pages the writer builds (``PageBuilder``), its state kept from one commit group to the next.
+    let pageCompressor = LZ4.BlockCompressor()
 
     init(manifest: Manifest, active: SegmentFile, activeEnd: UInt64, nextLSN: UInt64, syncedLSN: UInt64,
          lastSequence: UInt64) {

@@ -54,12 +54,18 @@ struct PageBuilder {
     /// Whether pages need their records' starts: compressed one by one, or sampled.
     private var tracksRecords: Bool { dictionary != nil || sampling }
     private var entryScratch: [UInt8] = []
+    /// Compresses pages with the fast compressor (``compressionLevel`` 0): the one given, else one made for the
+    /// first page that needs it, so that pages after the first reuse its state.
+    private var compressor: LZ4.BlockCompressor?
 
     /// A builder for pages of `pageSize` raw bytes. `expectedBytes` (the records' approximate raw size, when
     /// known) sizes ``output`` up front, so that appending the sealed pages does not reallocate and copy it.
+    /// `compressor`, when given, compresses the pages (the writer keeps one across commit groups); the builder
+    /// must then be its only user while it builds.
     init(pageSize: Int, salt: UInt32, firstLSN: UInt64, syncedLSN: UInt64, mode: Mode = .commitGroup,
          expectedBytes: Int = 0, compressionLevel: Int = 0, compressing: Bool = true,
-         dictionary: LZ4.PreparedDictionary? = nil, sampling: Bool = false) {
+         dictionary: LZ4.PreparedDictionary? = nil, sampling: Bool = false, compressor: LZ4.BlockCompressor? = nil) {
+        self.compressor = compressor
         self.mode = mode
         self.dictionary = dictionary
         self.sampling = sampling
@@ -126,6 +132,16 @@ struct PageBuilder {
         }
     }
 
+    /// `raw` compressed into ``compressed``: its size, or nil when LZ4 could not compress it.
+    private mutating func compress(_ raw: [UInt8]) -> Int? {
+        if compressionLevel > 0 {
+            return raw.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
+        }
+        let compressor = self.compressor ?? LZ4.BlockCompressor()
+        self.compressor = compressor
+        return raw.withUnsafeBytes { compressor.compress($0, appendingTo: &compressed) }
+    }
+
     private mutating func sealPage(commit: Bool) {
         let start = drainedBytes + output.count
         let rawBytes = raw.bytes
@@ -138,8 +154,7 @@ struct PageBuilder {
             }
             flags = Format.pageFlagRecordsCompressed
         } else {
-            let compressedSize = !compressing ? nil
-                : rawBytes.withUnsafeBytes { LZ4.compress($0, appendingTo: &compressed, level: compressionLevel) }
+            let compressedSize = !compressing ? nil : compress(rawBytes)
             let useCompressed = compressedSize.map {
                 Self.savesEnough(compressed: $0, raw: rawBytes.count)
             } ?? false

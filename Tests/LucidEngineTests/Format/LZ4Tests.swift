@@ -36,6 +36,32 @@ struct LZ4Tests {
         }
     }
 
+    @Test("one BlockCompressor's blocks, one after another, each decode alone to their input, no larger than LZ4_compress_default's plus 1%")
+    func reusedCompressorBlocksAreIndependent() throws {
+        let compressor = LZ4.BlockCompressor()
+        var blocks: [(raw: [UInt8], block: [UInt8])] = []
+        // Twice over, so that each sample also follows itself and the others: a block that referred to an earlier
+        // one (its matches found through the reused state) would not decode alone.
+        for raw in Self.samples() + Self.samples().reversed() {
+            var block: [UInt8] = [0xAA]   // appended after what the destination holds
+            let size = try #require(raw.withUnsafeBytes { compressor.compress($0, appendingTo: &block) })
+            #expect(block.count == 1 + size && block[0] == 0xAA)
+            blocks.append((raw, Array(block.dropFirst())))
+        }
+        var total = (reused: 0, fresh: 0)
+        for (raw, block) in blocks {
+            let decodesAlone = block.withUnsafeBytes { LZ4.decompress($0, rawLength: raw.count) } == raw
+            #expect(decodesAlone, "\(raw.count) bytes")
+            var fresh: [UInt8] = []
+            _ = try #require(raw.withUnsafeBytes { LZ4.compress($0, appendingTo: &fresh) })
+            total.reused += block.count
+            total.fresh += fresh.count
+        }
+        #expect(total.reused * 100 <= total.fresh * 101, "\(total)")
+        var empty: [UInt8] = [1, 2]
+        #expect([UInt8]().withUnsafeBytes { compressor.compress($0, appendingTo: &empty) } == nil && empty == [1, 2])
+    }
+
     @Test("a prefix of 0 or past the raw length, a block shorter than the prefix needs, and garbage are refused")
     func refusals() throws {
         var rng = SplitMix64(seed: 23)
