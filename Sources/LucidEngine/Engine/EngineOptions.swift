@@ -50,8 +50,9 @@ public struct EngineOptions: Sendable {
         /// below a segment's published end). What that gives up: unlike the engine's page cache, the mapping reads
         /// the kernel's page cache, which may drop a page and read it from the disk again, so damage the disk (or
         /// another process) brings to a page after its first check is returned by reads instead of reported;
-        /// ``Engine/verify()`` checks every page and reports it. With ``lz4``, or without mapped reads, every read
-        /// from the file checks its page.
+        /// ``Engine/verify()`` checks every page and reports it. A mapped ``lz4`` page is checked once per mapping
+        /// in the same way (and decoded from the mapping on each read that misses the page cache); without mapped
+        /// reads, every read from the file checks its page. Every mapped store pays the checked-page bits.
         /// Files written either way are read by every engine of this format version; the option may change
         /// between opens and affects only pages written from then on (compaction rewrites the pages it moves).
         case none

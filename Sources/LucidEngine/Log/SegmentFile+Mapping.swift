@@ -63,7 +63,7 @@ extension SegmentFile {
 
     /// Whether a read of the page at `offset` will check it in place, so that later point reads of it copy (or
     /// decode) their values straight from the mapping (``checkedValue(pageAt:range:records:)``): the segment is
-    /// mapped with checked pages tracked, and the page's header says it is stored without whole-page compression and
+    /// mapped for in-place reads (``SegmentMapping/readsInPlace``), and the page's header says it is stored without whole-page compression and
     /// ends inside the mapping, below the readable end. A point read that misses such a page decodes only its own
     /// value instead of caching the page whole for point reads that would never ask the cache for it (a `forEach`
     /// run over the page, or a lookup of a record's index terms, still reads it whole through the cache and caches
@@ -104,7 +104,11 @@ extension SegmentFile {
     /// ``StoredPageDecoder`` does), told whether a read from this mapping did already (``CheckedPages``): a page it
     /// returns from is marked checked, so that the next read of it skips the checksum. Sound because a byte below
     /// the readable end never changes while it is mapped (see ``map(capacity:readingInPlace:)``); the header is
-    /// decoded and checked on every read all the same.
+    /// decoded and checked on every read all the same. A page's bit covers 32 bytes, so a damaged location up to 31
+    /// bytes before a checked page's start finds its bit set: the bytes it reads as a header must then still pass
+    /// ``PageHeader/decode(_:expectedSalt:bytesAvailable:)`` (the page magic and this segment's random salt, 64
+    /// bits, known type and flags, lengths within bounds) before anything is decoded, and decoding stays within the
+    /// mapping whatever the bytes (`LZ4_decompress_safe`). Locations come from checked pages and checkpoints.
     func mappedPage<R>(at offset: UInt64, fileEnd: UInt64, limit: UInt64, in mapped: SegmentMapping,
                        _ decode: StoredPageDecoder<R>) throws -> R? {
         let bytes = mapped.bytes

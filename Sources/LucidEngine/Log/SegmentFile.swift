@@ -113,7 +113,8 @@ final class SegmentFile: Sendable {
 
     /// Reads and fully verifies the page at `offset` (which must end by `fileEnd`), returning its raw payload.
     /// Throws ``LucidError/Code/corruption`` naming this file and the offset for any failed check, so bytes that
-    /// fail their checksum are never returned.
+    /// fail their checksum are never returned. From a mapping, a page an earlier read checked is not checked again
+    /// (its header is): see ``mappedPage(at:fileEnd:limit:in:_:)``.
     ///
     /// One `pread` covers the header and `expectedStoredLength` payload bytes (the writer's page size is a good
     /// guess: a payload is stored compressed only when that saves 1/8); a larger page costs a second one.

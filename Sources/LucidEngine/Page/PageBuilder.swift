@@ -20,7 +20,8 @@ struct PageBuilder {
     let salt: UInt32
     let syncedLSN: UInt64
     let mode: Mode
-    /// The LZ4 level pages are compressed with (0: the fast compressor; see ``LZ4/compress(_:appendingTo:level:)``).
+    /// The LZ4 level pages are compressed with (0: the fast compressor, ``LZ4/BlockCompressor``; 1...12: LZ4HC,
+    /// ``LZ4/compress(_:appendingTo:level:)``).
     let compressionLevel: Int
     /// Whether pages are offered to LZ4 at all (``EngineOptions/PageCompression``); false stores them as they are.
     let compressing: Bool

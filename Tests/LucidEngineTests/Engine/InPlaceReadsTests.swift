@@ -396,7 +396,8 @@ struct InPlaceReadsTests {
                 Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: Format.pageHeaderStoredLengthOffset,
                                                           as: UInt32.self)))
             }
-            // The last stored byte: a partial decode of the page's first record never reads it, the checksum does.
+            // The last stored byte, a literal that decodes to the page's last raw byte (past any value: a record ends
+            // with its index terms' count). A partial decode up to the value never uses it; the checksum reads it.
             let last = offset + UInt64(Format.pageHeaderLength + storedLength - 1)
             try Self.flip(0x01, at: last, of: file.path)
             do {

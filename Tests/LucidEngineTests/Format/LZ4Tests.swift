@@ -62,6 +62,26 @@ struct LZ4Tests {
         #expect([UInt8]().withUnsafeBytes { compressor.compress($0, appendingTo: &empty) } == nil && empty == [1, 2])
     }
 
+    @Test("one BlockCompressor over 20,000 pages of 4 KiB, past liblz4's reset of its offsets at 1 GiB: each decodes alone")
+    func longRun() throws {
+        let compressor = LZ4.BlockCompressor()
+        // Each block moves the state's offsets by 64 KiB plus its size, so 20,000 pass 1 GiB (about 15,400).
+        let pages = (0..<8).map { i in
+            Array(Self.samples().filter { $0.count == 4_096 }[i % 3].map { $0 &+ UInt8(i) })
+        }
+        var failures = 0
+        for i in 0..<20_000 {
+            let raw = pages[i % pages.count]
+            var block: [UInt8] = []
+            guard raw.withUnsafeBytes({ compressor.compress($0, appendingTo: &block) }) != nil,
+                  block.withUnsafeBytes({ LZ4.decompress($0, rawLength: raw.count) }) == raw else {
+                failures += 1
+                continue
+            }
+        }
+        #expect(failures == 0)
+    }
+
     @Test("a prefix of 0 or past the raw length, a block shorter than the prefix needs, and garbage are refused")
     func refusals() throws {
         var rng = SplitMix64(seed: 23)

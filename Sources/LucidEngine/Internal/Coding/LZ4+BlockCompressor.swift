@@ -17,7 +17,8 @@ extension LZ4 {
 
         init() {
             stream = .allocate(capacity: 1)
-            _ = LZ4_initStream(stream, MemoryLayout<LZ4_stream_t>.size)
+            // Fails only for a misaligned or short buffer, which `allocate` never gives.
+            precondition(LZ4_initStream(stream, MemoryLayout<LZ4_stream_t>.size) != nil, "LZ4_initStream failed")
         }
 
         deinit { stream.deallocate() }
