@@ -81,6 +81,19 @@ struct InPlaceReadsTests {
         try handle.write([byte[0] ^ mask], at: offset)
     }
 
+    /// Expects `body` to throw a ``LucidError`` of code `corruption` naming `file` and `offset`; records `failure`
+    /// when it returns instead. Other errors propagate.
+    static func expectCorruption(file: String, offset: UInt64, _ failure: Comment,
+                                 sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) throws {
+        do {
+            try body()
+            Issue.record(failure, sourceLocation: sourceLocation)
+        } catch let error as LucidError {
+            #expect(error.code == .corruption && error.file == file && error.offset == offset, "\(error)",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
     static func isChecked(_ i: Int, _ engine: Engine) throws -> Bool {
         let (file, offset, _) = try page(of: i, engine)
         return file.mapping.withCurrent { $0?.checkedPages.contains(pageAt: offset) ?? false }
@@ -312,11 +325,8 @@ struct InPlaceReadsTests {
             let (file, offset, _) = try Self.page(of: 100, engine)
             let target = offset + UInt64(Format.pageHeaderLength) + 9
             try Self.flip(0x01, at: target, of: file.path)
-            do {
+            try Self.expectCorruption(file: file.path, offset: offset, "a flipped byte must fail the page's checksum") {
                 _ = try engine.get(Self.key(100), in: "p")
-                Issue.record("a flipped byte must fail the page's checksum")
-            } catch let error as LucidError {
-                #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
             }
             #expect(try !Self.isChecked(100, engine), "a page that failed its check is not read in place")
             try Self.flip(0x01, at: target, of: file.path)
@@ -336,11 +346,8 @@ struct InPlaceReadsTests {
             #expect(try Self.isChecked(5, engine))
             var outside = location
             outside.valueOffset = 1 << 20
-            do {
+            try Self.expectCorruption(file: file.path, offset: offset, "a range past the page must fail") {
                 _ = try PageFetch.checkedValue(at: outside, in: file, records: nil)
-                Issue.record("a range past the page must fail")
-            } catch let error as LucidError {
-                #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
             }
             #expect(try PageFetch.checkedValue(at: location, in: file, records: nil) == Self.value(5, generation: 0))
 
@@ -350,12 +357,9 @@ struct InPlaceReadsTests {
                 var misplaced = location
                 misplaced.pageOffset += shift
                 #expect(try PageFetch.checkedValue(at: misplaced, in: file, records: nil) == nil, "shift \(shift)")
-                do {
+                try Self.expectCorruption(file: file.path, offset: offset + UInt64(shift),
+                                          "a location \(shift) bytes into a page must fail") {
                     _ = try PageFetch.value(at: misplaced, file: file, cache: engine.core.cache, storePath: dir)
-                    Issue.record("a location \(shift) bytes into a page must fail")
-                } catch let error as LucidError {
-                    #expect(error.code == .corruption && error.file == file.path
-                            && error.offset == offset + UInt64(shift), "\(error)")
                 }
             }
         }
@@ -400,11 +404,8 @@ struct InPlaceReadsTests {
             // with its index terms' count). A partial decode up to the value never uses it; the checksum reads it.
             let last = offset + UInt64(Format.pageHeaderLength + storedLength - 1)
             try Self.flip(0x01, at: last, of: file.path)
-            do {
+            try Self.expectCorruption(file: file.path, offset: offset, "the first read of a damaged page must fail its checksum") {
                 _ = try engine.get(Self.key(42), in: "p")
-                Issue.record("the first read of a damaged page must fail its checksum")
-            } catch let error as LucidError {
-                #expect(error.code == .corruption && error.file == file.path && error.offset == offset, "\(error)")
             }
             #expect(try !Self.isChecked(42, engine), "a page that failed its check stays unchecked")
             try Self.flip(0x01, at: last, of: file.path)

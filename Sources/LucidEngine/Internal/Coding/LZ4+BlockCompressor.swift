@@ -27,21 +27,10 @@ extension LZ4 {
         /// (and `destination` untouched) when LZ4 could not compress it (empty or too large input). O(source.count).
         func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8]) -> Int? {
             guard source.count > 0, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
-            let start = destination.count
-            let capacity = bound(source.count)
-            destination.append(contentsOf: repeatElement(0, count: capacity))
             LZ4_resetStream_fast(stream)
-            let written = destination.withUnsafeMutableBytes { dst -> Int32 in
-                LZ4_compress_fast_continue(stream, source.baseAddress!.assumingMemoryBound(to: CChar.self),
-                                           (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-                                           Int32(source.count), Int32(capacity), 1)
+            return appendBlock(of: source, capacity: bound(source.count), to: &destination) { src, out, count, capacity in
+                LZ4_compress_fast_continue(stream, src, out, count, capacity, 1)
             }
-            guard written > 0 else {
-                destination.removeLast(capacity)
-                return nil
-            }
-            destination.removeLast(capacity - Int(written))
-            return Int(written)
         }
     }
 }

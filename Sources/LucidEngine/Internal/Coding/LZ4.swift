@@ -14,14 +14,25 @@ enum LZ4 {
     static func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8],
                          level: Int = 0) -> Int? {
         guard source.count > 0, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
+        return appendBlock(of: source, capacity: bound(source.count), to: &destination) { src, out, count, capacity in
+            level > 0 ? LZ4_compress_HC(src, out, count, capacity, Int32(min(level, 12)))
+                : LZ4_compress_default(src, out, count, capacity)
+        }
+    }
+
+    /// Appends `capacity` bytes of room to `destination`, has `compress` write a block of `source` there (given the
+    /// source, the room, the source's length and the room's), and trims the room to what it wrote: the block's size,
+    /// or nil (and `destination` as it was) when `compress` returns 0 or less. The one place a compressor writes
+    /// into an array. Requires a nonempty `source` of at most `LZ4_MAX_INPUT_SIZE` bytes and `capacity` > 0.
+    static func appendBlock(
+        of source: UnsafeRawBufferPointer, capacity: Int, to destination: inout [UInt8],
+        _ compress: (UnsafePointer<CChar>, UnsafeMutablePointer<CChar>, Int32, Int32) -> Int32
+    ) -> Int? {
         let start = destination.count
-        let capacity = bound(source.count)
         destination.append(contentsOf: repeatElement(0, count: capacity))
-        let written = destination.withUnsafeMutableBytes { dst -> Int32 in
-            let src = source.baseAddress!.assumingMemoryBound(to: CChar.self)
-            let out = (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self)
-            return level > 0 ? LZ4_compress_HC(src, out, Int32(source.count), Int32(capacity), Int32(min(level, 12)))
-                : LZ4_compress_default(src, out, Int32(source.count), Int32(capacity))
+        let written = destination.withUnsafeMutableBytes { dst in
+            compress(source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                     (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self), Int32(source.count), Int32(capacity))
         }
         guard written > 0 else {
             destination.removeLast(capacity)
@@ -117,23 +128,12 @@ enum LZ4 {
         /// nil (and `destination` untouched) when the block would not be smaller than `source`.
         func compress(_ source: UnsafeRawBufferPointer, appendingTo destination: inout [UInt8]) -> Int? {
             guard source.count > 1, source.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
-            let start = destination.count
-            let capacity = source.count - 1
-            destination.append(contentsOf: repeatElement(0, count: capacity))
-            let written = withUnsafeTemporaryAllocation(of: LZ4_stream_t.self, capacity: 1) { work -> Int32 in
+            return withUnsafeTemporaryAllocation(of: LZ4_stream_t.self, capacity: 1) { work in
                 work.baseAddress!.update(from: stream, count: 1)
-                return destination.withUnsafeMutableBytes { dst in
-                    LZ4_compress_fast_continue(work.baseAddress!, source.baseAddress!.assumingMemoryBound(to: CChar.self),
-                                               (dst.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-                                               Int32(source.count), Int32(capacity), 1)
+                return appendBlock(of: source, capacity: source.count - 1, to: &destination) { src, out, count, capacity in
+                    LZ4_compress_fast_continue(work.baseAddress!, src, out, count, capacity, 1)
                 }
             }
-            guard written > 0 else {
-                destination.removeLast(capacity)
-                return nil
-            }
-            destination.removeLast(capacity - Int(written))
-            return Int(written)
         }
 
         /// Decodes the block `source`, compressed against this dictionary, into `destination`, which it must fill
