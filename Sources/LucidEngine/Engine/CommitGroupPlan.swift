@@ -3,8 +3,9 @@
 /// the exclusive lock, so readers are not blocked by that I/O; a failure fails the commit before anything is
 /// written). Publishing the group (`EngineCore.publish`) uses the key order to insert sorted runs into the trees.
 struct CommitGroupPlan {
-    /// The group's operations, flattened in commit order.
-    let operations: [WriteBatch.Operation]
+    /// The group's operations, in commit order: a lone batch itself, several batches concatenated (their bytes
+    /// copied once; their operations are never copied one by one, which retained each operation's arrays).
+    let operations: WriteBatch
     /// `batchOf[i]`: the position, among the group's non-empty batches, of the batch of operation `i`.
     let batchOf: [Int]
     /// For each operation, the index terms of the record it replaces or deletes: those of the last earlier
@@ -29,38 +30,29 @@ struct CommitGroupPlan {
     /// `readTerms` reads the terms of a published record.
     init(_ batches: [PendingCommit], current: [String: KeyspaceState],
          readTerms: (RecordLocation) throws -> [IndexTerm]) rethrows {
-        // A lone batch (the common case under a single committer) shares its operations array, copying nothing.
-        var operations: [WriteBatch.Operation] = batches.count == 1 ? batches[0].batch.operations : []
-        var batchOf: [Int] = batches.count == 1 ? Array(repeating: 0, count: operations.count) : []
-        if batches.count > 1 {
-            for (b, pending) in batches.enumerated() {
-                operations.append(contentsOf: pending.batch.operations)
-                batchOf.append(contentsOf: repeatElement(b, count: pending.batch.count))
-            }
-        }
+        let operations = batches.count == 1 ? batches[0].batch : WriteBatch(concatenating: batches.map(\.batch))
+        var batchOf: [Int] = []
+        batchOf.reserveCapacity(operations.count)
+        for (b, pending) in batches.enumerated() { batchOf.append(contentsOf: repeatElement(b, count: pending.batch.count)) }
         self.operations = operations
         self.batchOf = batchOf
         replaced = Array(repeating: [], count: operations.count)
 
         var indexed: [Bool] = []   // by keyspace: whether the group writes terms in it
         var keyspaces: [Keyspace] = []
-        var last = -1
-        // Operations read through a buffer pointer, their fields in place: iterating the array would copy each
-        // operation, retaining and releasing its arrays.
-        operations.withUnsafeBufferPointer { ops in
-            for i in ops.indices {
-                if last < 0 || keyspaces[last].name != ops[i].keyspace {
-                    if let known = keyspaces.firstIndex(where: { $0.name == ops[i].keyspace }) {
-                        last = known
-                    } else {
-                        keyspaces.append(Keyspace(name: ops[i].keyspace, operations: [], keys: PackedKeys()))
-                        indexed.append(false)
-                        last = keyspaces.count - 1
-                    }
+        var runOf: [Int] = Array(repeating: -1, count: operations.keyspaceNames.count)   // by the batch's keyspace
+        operations.withPacked { ops in
+            for i in 0 ..< ops.count {
+                let space = ops[i].keyspace
+                if runOf[space] < 0 {
+                    keyspaces.append(Keyspace(name: operations.keyspaceNames[space], operations: [], keys: PackedKeys()))
+                    indexed.append(false)
+                    runOf[space] = keyspaces.count - 1
                 }
+                let last = runOf[space]
                 keyspaces[last].operations.append(i)
-                ops[i].key.withUnsafeBytes { keyspaces[last].keys.append($0) }
-                if !ops[i].terms.isEmpty { indexed[last] = true }
+                keyspaces[last].keys.append(ops.key(i))
+                if ops[i].termCount > 0 { indexed[last] = true }
             }
         }
         for k in keyspaces.indices {
@@ -92,8 +84,8 @@ struct CommitGroupPlan {
                     let op = run.operations[j]
                     if j > 0 && BTreeLayout.compare(keys[j - 1], keys[j]) == 0 {
                         repeatsKeys = true
-                        let earlier = operations[run.operations[j - 1]]
-                        replaced[op] = earlier.kind == .put ? earlier.terms : []
+                        let earlier = run.operations[j - 1]
+                        replaced[op] = operations.entries[earlier].kind == .put ? operations.terms(of: earlier) : []
                     } else if j < known,
                               let location = known > 1 ? found[j] : published?.primary.value(forKey: keys[j]),
                               location.hasTerms {

@@ -128,12 +128,10 @@ extension EngineCore {
                                   sampling: options.pageCompression == .lz4Records,
                                   compressor: writer.pageCompressor)
         if let dictionary, startsSegment { builder.appendDictionaryPages(dictionary.contents) }
-        var sequence = writer.lastSequence
-        for pending in batches {
-            sequence += 1
-            // Each operation is copied to be passed to `append` (its arrays retained and released once), however
-            // the loop reads it: through the array's iterator, an index or a buffer pointer alike (disassembled).
-            for op in pending.batch.operations { builder.append(op, sequence: sequence) }
+        let sequence = writer.lastSequence + UInt64(batches.count)
+        plan.operations.withPacked { ops in
+            let first = writer.lastSequence + 1
+            for i in 0 ..< ops.count { builder.append(ops, i, sequence: first + UInt64(plan.batchOf[i])) }
         }
         builder.finish()
 
@@ -161,16 +159,16 @@ extension EngineCore {
         segment.setReadableEnd(newEnd)
         autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
         autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
-        // Operations read through a buffer pointer, as `publish` reads them: only the fields each record needs.
-        let liveDelta = plan.operations.withUnsafeBufferPointer { ops in
+        // Operations read in place, as `publish` reads them: only the fields each record needs.
+        let liveDelta = plan.operations.entries.withUnsafeBufferPointer { ops in
             state.write { s in
                 let firstSequence = s.lastSequence + 1
                 let delta = s.publish(plan) { i in
                     let placement = placements[i]
                     return RecordLocation(
                         segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
-                        valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(ops[i].value.count),
-                        hasTerms: !ops[i].terms.isEmpty, sequence: firstSequence + UInt64(plan.batchOf[i]))
+                        valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(ops[i].valueLength),
+                        hasTerms: ops[i].termCount > 0, sequence: firstSequence + UInt64(plan.batchOf[i]))
                 }
                 s.lastSequence = sequence
                 s.activeEnd = newEnd
@@ -219,15 +217,18 @@ extension EngineCore {
 
     /// Records of `batches`, encoded, spread evenly over them, at most `limit` bytes.
     static func sampleRecords(_ batches: [PendingCommit], upTo limit: Int) -> [UInt8] {
-        let count = batches.reduce(0) { $0 + $1.batch.operations.count }
+        let count = batches.reduce(0) { $0 + $1.batch.count }
         let stride = max(1, count / 256)
         var writer = ByteWriter(capacity: limit)
         var i = 0
         for pending in batches {
-            for op in pending.batch.operations {
-                defer { i += 1 }
-                guard i % stride == 0, writer.bytes.count + RecordCodec.encodedSize(op, seqDelta: 0) <= limit else { continue }
-                _ = RecordCodec.encode(op, seqDelta: 0, into: &writer)
+            pending.batch.withPacked { ops in
+                for j in 0 ..< ops.count {
+                    defer { i += 1 }
+                    guard i % stride == 0, writer.bytes.count + RecordCodec.encodedSize(ops[j], seqDelta: 0) <= limit
+                    else { continue }
+                    _ = RecordCodec.encode(ops, j, seqDelta: 0, into: &writer)
+                }
             }
         }
         return writer.bytes

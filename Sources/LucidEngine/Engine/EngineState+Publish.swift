@@ -9,14 +9,12 @@ extension EngineState {
     /// never coincide, so the order between keys does not matter).
     mutating func publish(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) -> Int64 {
         if plan.repeatsKeys { return publishInOrder(plan, location: location) }
-        // Operations read through a buffer pointer, field by field. (Copying an operation, as iterating an array of
-        // them does, retains and releases each of its arrays: the planning loop's share of the writer's reference
-        // counting fell from 134 samples to 28 when it stopped.)
-        return plan.operations.withUnsafeBufferPointer { ops in publishRuns(plan, ops, location: location) }
+        // Operations read in place from the batch's buffer, field by field: nothing retained per operation.
+        return plan.operations.withPacked { ops in publishRuns(plan, ops, location: location) }
     }
 
     /// ``publish(_:location:)`` for a group whose keys are distinct: sorted runs; `ops` are `plan.operations`.
-    private mutating func publishRuns(_ plan: CommitGroupPlan, _ ops: UnsafeBufferPointer<WriteBatch.Operation>,
+    private mutating func publishRuns(_ plan: CommitGroupPlan, _ ops: WriteBatch.Packed,
                                       location: (Int) -> RecordLocation) -> Int64 {
         var liveDelta: Int64 = 0
         for run in plan.keyspaces {
@@ -35,7 +33,7 @@ extension EngineState {
                         puts.append(keys[j])
                         putLocations.append(location(i))
                         liveDelta += AutoCompactionState.recordBytes(keyLength: keys[j].count,
-                                                                     valueLength: UInt32(ops[i].value.count))
+                                                                     valueLength: UInt32(ops[i].valueLength))
                     case .delete:
                         if let old = keyspace.primary.removeValue(forKey: keys[j]) {
                             liveDelta -= AutoCompactionState.recordBytes(keyLength: keys[j].count,
@@ -50,10 +48,7 @@ extension EngineState {
                 }
                 var entries = IndexEntryRuns()
                 for (j, i) in run.operations.enumerated() {
-                    // Terms borrowed in place: iterating the array would copy each one (its name and its bytes).
-                    ops[i].terms.withUnsafeBufferPointer { terms in
-                        for t in terms.indices { entries.append(terms[t], forKey: j) }
-                    }
+                    ops.forEachTerm(i) { name, term in entries.append(index: name, term: term, forKey: j) }
                 }
                 liveDelta += Self.insertRuns(puts, putLocations, entries, into: &keyspace, keys: keys)
             }
@@ -102,24 +97,29 @@ extension EngineState {
     /// `publish` for a group that writes some key more than once: every operation in commit order.
     private mutating func publishInOrder(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) -> Int64 {
         var liveDelta: Int64 = 0
-        for (i, op) in plan.operations.enumerated() {
+        let batch = plan.operations
+        for i in 0 ..< batch.count {
             let replaced = plan.replaced[i]
-            op.key.withUnsafeBytes { key in
+            let op = batch.entries[i]
+            let name = batch.keyspaceNames[op.keyspace]
+            let terms = batch.terms(of: i)
+            let key = batch.withPacked { Array($0.key(i)) }
+            key.withUnsafeBytes { key in
                 switch op.kind {
                 case .put:
-                    let old = keyspaces[op.keyspace, default: KeyspaceState()].primary
+                    let old = keyspaces[name, default: KeyspaceState()].primary
                         .updateValue(location(i), forKey: key)
-                    liveDelta += AutoCompactionState.recordBytes(keyLength: key.count, valueLength: UInt32(op.value.count))
+                    liveDelta += AutoCompactionState.recordBytes(keyLength: key.count, valueLength: UInt32(op.valueLength))
                     if let old {
                         liveDelta -= AutoCompactionState.recordBytes(keyLength: key.count, valueLength: old.valueLength)
                     }
                 case .delete:
-                    if let old = keyspaces[op.keyspace]?.primary.removeValue(forKey: key) {
+                    if let old = keyspaces[name]?.primary.removeValue(forKey: key) {
                         liveDelta -= AutoCompactionState.recordBytes(keyLength: key.count, valueLength: old.valueLength)
                     }
                 }
-                if !replaced.isEmpty { keyspaces[op.keyspace]?.removeTerms(replaced, forKey: key) }
-                if !op.terms.isEmpty { keyspaces[op.keyspace]?.insertTerms(op.terms, forKey: key) }
+                if !replaced.isEmpty { keyspaces[name]?.removeTerms(replaced, forKey: key) }
+                if !terms.isEmpty { keyspaces[name]?.insertTerms(terms, forKey: key) }
             }
         }
         return liveDelta
@@ -137,6 +137,10 @@ private struct IndexEntryRuns {
     /// Index names in order of first appearance; a group rarely touches more than a few, so a linear search
     /// beats hashing each term's index name.
     private(set) var names: [String] = []
+    /// Each spelling of a name met, as UTF-8 bytes (which terms are matched against), with its position in
+    /// `names`. Names are equal as strings are (canonical equivalence, as the keyspace's dictionary of indexes
+    /// compares them), so two spellings of one name share one run.
+    private var spellings: [(bytes: [UInt8], name: Int)] = []
     private var runs: [Run] = []
 
     /// Entries gathered, over every index.
@@ -157,13 +161,19 @@ private struct IndexEntryRuns {
         var entry: Int
     }
 
-    mutating func append(_ term: IndexTerm, forKey j: Int) {
-        let n = names.firstIndex(of: term.index) ?? {
-            names.append(term.index)
-            runs.append(Run())
-            return names.count - 1
+    /// Adds term `term` of index `index` (its name's UTF-8 bytes) for key `j` of the keyspace's sorted run.
+    mutating func append(index: UnsafeRawBufferPointer, term: UnsafeRawBufferPointer, forKey j: Int) {
+        let n = spellings.first(where: { $0.bytes.count == index.count && $0.bytes.elementsEqual(index) })?.name ?? {
+            let name = String(decoding: index, as: UTF8.self)
+            let n = names.firstIndex(of: name) ?? {
+                names.append(name)
+                runs.append(Run())
+                return names.count - 1
+            }()
+            spellings.append((Array(index), n))
+            return n
         }()
-        term.term.withUnsafeBytes { runs[n].terms.append($0) }
+        runs[n].terms.append(term)
         runs[n].keys.append(j)
     }
 

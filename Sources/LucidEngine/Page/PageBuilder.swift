@@ -85,10 +85,26 @@ struct PageBuilder {
     /// Appends one operation with commit sequence `sequence`; returns its index in ``placements``.
     @discardableResult
     mutating func append(_ op: WriteBatch.Operation, sequence: UInt64) -> Int {
+        appendRecord(sequence: sequence, size: { RecordCodec.encodedSize(op, seqDelta: $0) },
+                     encode: { RecordCodec.encode(op, seqDelta: $0, into: &$1) })
+    }
+
+    /// Appends a batch's operation `i` with commit sequence `sequence` (its record body copied whole); returns its
+    /// index in ``placements``.
+    @discardableResult
+    mutating func append(_ ops: WriteBatch.Packed, _ i: Int, sequence: UInt64) -> Int {
+        appendRecord(sequence: sequence, size: { RecordCodec.encodedSize(ops[i], seqDelta: $0) },
+                     encode: { RecordCodec.encode(ops, i, seqDelta: $0, into: &$1) })
+    }
+
+    /// Appends a record of `size(delta)` bytes that `encode(delta, &raw)` writes (returning its value's offset),
+    /// sealing the page first when the record does not fit.
+    @inline(__always)
+    private mutating func appendRecord(sequence: UInt64, size: (UInt64) -> Int,
+                                       encode: (UInt64, inout ByteWriter) -> Int) -> Int {
         if recordCount == 0 && mode == .commitGroup { baseSequence = sequence }
         var delta = sequence - baseSequence
-        let size = RecordCodec.encodedSize(op, seqDelta: delta)
-        if recordCount > 0 && (raw.count + size > pageSize || recordCount == Format.maxRecordsPerPage) {
+        if recordCount > 0 && (raw.count + size(delta) > pageSize || recordCount == Format.maxRecordsPerPage) {
             sealPage(commit: mode == .compacted)
             if mode == .commitGroup {
                 baseSequence = sequence
@@ -96,7 +112,7 @@ struct PageBuilder {
             }
         }
         if tracksRecords { recordStarts.append(raw.count) }
-        let valueOffset = RecordCodec.encode(op, seqDelta: delta, into: &raw)
+        let valueOffset = encode(delta, &raw)
         recordCount += 1
         placements.append(Placement(pageStart: -1, valueOffset: valueOffset))
         pending.append(placements.count - 1)

@@ -48,6 +48,25 @@ enum RecordCodec {
         return valueOffset
     }
 
+    /// Encoded size of a batch's operation (``WriteBatch/Entry``) with the given sequence delta: its kind, the
+    /// delta and its body. O(1).
+    @inline(__always)
+    static func encodedSize(_ entry: WriteBatch.Entry, seqDelta: UInt64) -> Int {
+        1 + ByteWriter.varintSize(seqDelta) + entry.bodyLength
+    }
+
+    /// Appends the record of a batch's operation `i` (its body copied whole: the batch holds it encoded as
+    /// ``encode(_:seqDelta:into:)`` writes it); returns the offset of the value within `writer`'s bytes.
+    @inline(__always)
+    static func encode(_ ops: WriteBatch.Packed, _ i: Int, seqDelta: UInt64, into w: inout ByteWriter) -> Int {
+        let entry = ops[i]
+        w.u8(entry.kind.rawValue)
+        w.varint(seqDelta)
+        let bodyOffset = w.count
+        w.raw(ops.body(i))
+        return bodyOffset + (entry.valueStart - entry.bodyStart)
+    }
+
     /// Decodes every record of a raw payload, calling `body` for each. Returns false (and stops) when the
     /// payload is malformed: a bad kind, a length past the end or over its cap, trailing bytes, or a count that
     /// differs from `expectedCount`.

@@ -72,4 +72,37 @@ struct GroupPublishTests {
             try engine.close()
         }
     }
+
+    /// Index names are strings, equal by canonical equivalence as the keyspace's dictionary of indexes compares
+    /// them: a group whose terms spell one name two ways (precomposed and decomposed) must put every entry in
+    /// that one index, also when the group is big enough to publish its trees in parallel.
+    @Test("two spellings of one index name in a big group fill one index", arguments: [100, 2000])
+    func twoSpellingsOfOneName(records: Int) throws {
+        let composed = "r\u{E9}sum\u{E9}", decomposed = "re\u{301}sume\u{301}"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        try EngineTest.withTemporaryDirectory { dir in
+            var engine = try Engine.open(at: dir, options: EngineTest.options(sync: .none))
+            var batch = WriteBatch()
+            for i in 0 ..< records {
+                batch.put([1], forKey: Self.key(i, random: true), in: "books",
+                          indexTerms: [IndexTerm(index: i % 2 == 0 ? composed : decomposed, value: .int(Int64(i % 3)))])
+            }
+            try engine.commitAndWait(batch)
+            for reopened in [false, true] {
+                if reopened {
+                    try engine.close()
+                    engine = try Engine.open(at: dir, options: EngineTest.options(sync: .none))
+                }
+                var found = 0
+                for r in 0 ..< 3 {
+                    found += engine.keys(matching: IndexQuery(keyspace: "books", index: decomposed,
+                                                              condition: .equals(.int(Int64(r))))).count
+                }
+                #expect(found == records, "reopened \(reopened)")
+                let report = try engine.verify()
+                #expect(report.ok, "reopened \(reopened): \(report.problems.prefix(3).map(\.description))")
+            }
+            try engine.close()
+        }
+    }
 }
