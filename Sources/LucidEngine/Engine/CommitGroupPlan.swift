@@ -4,7 +4,9 @@
 /// written). Publishing the group (`EngineCore.publish`) uses the key order to insert sorted runs into the trees.
 struct CommitGroupPlan {
     /// The group's operations, in commit order: a lone batch itself, several batches concatenated (their bytes
-    /// copied once; their operations are never copied one by one, which retained each operation's arrays).
+    /// copied once; their operations are never copied one by one, which retained each operation's arrays). The copy
+    /// is at most the group's bytes, which ``CommitQueue/takeGroup(extraBytes:)`` bounds to its first batch plus
+    /// ``Format/groupCommitExtraBytes``, and lives while the group is written.
     let operations: WriteBatch
     /// `batchOf[i]`: the position, among the group's non-empty batches, of the batch of operation `i`.
     let batchOf: [Int]

@@ -36,6 +36,16 @@ extension WriteBatch {
             }
         }
 
+        /// Operation `i`'s keyspace name as this operation spelled it (its record's bytes; ``keyspaceNames`` holds
+        /// one spelling per name, names being equal as strings are).
+        func keyspaceSpelling(_ i: Int) -> String {
+            var r = ByteReader(body(i))
+            guard let length = r.length(max: Int.max), let name = r.slice(length) else {
+                preconditionFailure("WriteBatch: a keyspace name the batch wrote does not parse")
+            }
+            return String(decoding: name, as: UTF8.self)
+        }
+
         /// Operation `i`'s index terms, as arrays of their own.
         func terms(_ i: Int) -> [IndexTerm] {
             var terms: [IndexTerm] = []
@@ -60,7 +70,7 @@ extension WriteBatch {
         withPacked { ops in
             (0 ..< ops.count).map { i in
                 let e = ops[i]
-                return Operation(kind: e.kind, keyspace: keyspaceNames[e.keyspace], key: Array(ops.key(i)),
+                return Operation(kind: e.kind, keyspace: ops.keyspaceSpelling(i), key: Array(ops.key(i)),
                                  value: Array(ops.bytes[e.valueStart ..< e.valueStart + e.valueLength]),
                                  terms: ops.terms(i))
             }

@@ -81,8 +81,10 @@ public struct WriteBatch: Sendable {
     private(set) var keyspaceNames: [String] = []
     /// Approximate encoded size, for group-commit sizing.
     private(set) var approximateBytes = 0
-    /// The first operation that breaks a limit, found as it is added; ``validate()`` throws it.
-    private var violation: String?
+    /// The first operation that breaks a limit and what it breaks, found as it is added; ``validate()`` throws it.
+    private var violation: (operation: Int, reason: String)?
+    /// The position in ``keyspaceNames`` of the last operation's keyspace: consecutive operations usually share one.
+    private var lastKeyspace = -1
 
     /// An empty batch.
     public init() {}
@@ -121,14 +123,23 @@ public struct WriteBatch: Sendable {
         guard approximateBytes <= Format.maxBatchBytes else {
             throw LucidError.invalidArgument("batch of about \(approximateBytes) bytes exceeds \(Format.maxBatchBytes)")
         }
-        if let violation { throw LucidError.invalidArgument(violation) }
+        if let violation { throw LucidError.invalidArgument("operation \(violation.operation): \(violation.reason)") }
     }
 
     private mutating func append(_ kind: Kind, keyspace: String, key: [UInt8], value: [UInt8], terms: [IndexTerm]) {
-        let space = keyspaceNames.firstIndex(of: keyspace) ?? {
-            keyspaceNames.append(keyspace)
-            return keyspaceNames.count - 1
-        }()
+        let space = lastKeyspace >= 0 && keyspaceNames[lastKeyspace] == keyspace ? lastKeyspace
+            : keyspaceNames.firstIndex(of: keyspace) ?? {
+                keyspaceNames.append(keyspace)
+                return keyspaceNames.count - 1
+            }()
+        lastKeyspace = space
+        // Room for the whole body at once (a small batch would otherwise grow its buffer several times for one
+        // record), growing geometrically (repeated exact reservations would copy quadratically).
+        let needed = storage.count + ByteWriter.varintSize(UInt64(keyspace.utf8.count)) + keyspace.utf8.count
+            + ByteWriter.varintSize(UInt64(key.count)) + key.count + ByteWriter.varintSize(UInt64(value.count))
+            + value.count + ByteWriter.varintSize(UInt64(terms.count))
+            + terms.reduce(0) { $0 + 4 + $1.index.utf8.count + $1.term.count }
+        if needed > storage.bytes.capacity { storage.bytes.reserveCapacity(max(needed, 2 * storage.bytes.capacity)) }
         let bodyStart = storage.count
         storage.varint(keyspace.utf8.count)
         storage.raw(keyspace.utf8)
@@ -153,7 +164,7 @@ public struct WriteBatch: Sendable {
         if violation == nil {
             violation = Self.violation(keyspace: keyspace, key: key, value: value, terms: terms,
                                        recordLength: RecordCodec.encodedSize(entry, seqDelta: UInt64.max))
-                .map { "operation \(entries.count): \($0)" }
+                .map { (entries.count, $0) }
         }
         entries.append(entry)
     }
@@ -197,6 +208,7 @@ extension WriteBatch {
         entries.reserveCapacity(batches.reduce(0) { $0 + $1.count })
         for batch in batches {
             let base = storage.count
+            if violation == nil, let theirs = batch.violation { violation = (theirs.operation + entries.count, theirs.reason) }
             let spaces = batch.keyspaceNames.map { name in
                 keyspaceNames.firstIndex(of: name) ?? {
                     keyspaceNames.append(name)
@@ -216,7 +228,6 @@ extension WriteBatch {
                 }
             }
             approximateBytes += batch.approximateBytes
-            if violation == nil, let theirs = batch.violation { violation = theirs }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+import LucidEngineTestSupport
 @testable import LucidEngine
 
 /// A batch holds its operations packed, as record bodies in one buffer: the records it encodes must be the bytes
@@ -6,20 +7,23 @@ import Testing
 /// must read back as their operations one after another, and the limits must be enforced as before.
 @Suite("WriteBatch packing")
 struct WriteBatchPackingTests {
-    /// Operations of every shape: puts and deletes, several keyspaces, empty and long keys and values (long enough
-    /// for two-byte varints), no term, one, several, and a repeated index name.
+    /// Operations of every shape: puts and deletes, several keyspaces (non-ASCII ones among them, in two spellings
+    /// of one name), empty and long keys and values (long enough for two-byte varints), no term, one, several, a
+    /// repeated index name and non-ASCII ones.
     private static func operations(seed: UInt64, count: Int) -> [WriteBatch.Operation] {
-        var rng = SplitMix(seed)
-        let spaces = ["a", "books", String(repeating: "k", count: 200)]
+        var rng = SplitMix64(seed: seed)
+        let spaces = ["a", "books", String(repeating: "k", count: 200), "r\u{E9}sum\u{E9}", "re\u{301}sume\u{301}",
+                      "\u{1F4DA}"]
+        let names = ["genre", "rating", "tags", "\u{E9}t\u{E9}", "e\u{301}te\u{301}"]
         return (0 ..< count).map { n in
-            let keyspace = spaces[Int(rng.next() % 3)]
+            let keyspace = spaces[Int(rng.next() % UInt64(spaces.count))]
             let key = (0 ..< Int(rng.next() % 300)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             if rng.next() % 5 == 0 {
                 return .init(kind: .delete, keyspace: keyspace, key: key, value: [], terms: [])
             }
             let value = (0 ..< Int(rng.next() % 700)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             let terms = (0 ..< Int(rng.next() % 4)).map { t in
-                IndexTerm(index: t == 2 ? "genre" : ["genre", "rating", "tags"][Int(rng.next() % 3)],
+                IndexTerm(index: t == 2 ? "genre" : names[Int(rng.next() % UInt64(names.count))],
                           value: rng.next() % 2 == 0 ? .int(Int64(n)) : .string(String(repeating: "x", count: t * 90)))
             }
             return .init(kind: .put, keyspace: keyspace, key: key, value: value, terms: terms)
@@ -32,8 +36,11 @@ struct WriteBatchPackingTests {
         return batch
     }
 
+    /// Equal to the byte: names compared as UTF-8, so that a name read back in another spelling fails.
     private static func same(_ a: WriteBatch.Operation, _ b: WriteBatch.Operation) -> Bool {
-        a.kind == b.kind && a.keyspace == b.keyspace && a.key == b.key && a.value == b.value && a.terms == b.terms
+        a.kind == b.kind && Array(a.keyspace.utf8) == Array(b.keyspace.utf8) && a.key == b.key && a.value == b.value
+            && a.terms.map { Array($0.index.utf8) } == b.terms.map { Array($0.index.utf8) }
+            && a.terms.map(\.term) == b.terms.map(\.term)
     }
 
     @Test("a packed operation encodes the record an operation of arrays encodes, value offset included")
@@ -66,12 +73,12 @@ struct WriteBatchPackingTests {
         #expect(back.count == ops.count)
         for (i, op) in ops.enumerated() {
             #expect(Self.same(back[i], op), "operation \(i)")
-            #expect(batch.terms(of: i) == op.terms)
+            #expect(batch.terms(of: i).map { Array($0.index.utf8) } == op.terms.map { Array($0.index.utf8) })
             batch.withPacked { packed in
                 #expect(Array(packed.key(i)) == op.key)
                 #expect(packed[i].valueLength == op.value.count)
                 #expect(packed[i].termCount == op.terms.count)
-                #expect(batch.keyspaceNames[packed[i].keyspace] == op.keyspace)
+                #expect(batch.keyspaceNames[packed[i].keyspace] == op.keyspace)   // as strings: one per name
             }
         }
         #expect(Set(batch.keyspaceNames).count == batch.keyspaceNames.count)
@@ -117,20 +124,12 @@ struct WriteBatchPackingTests {
         try good.validate()
         var badTerm = WriteBatch()
         badTerm.put([1], forKey: [1], in: "ks", indexTerms: [IndexTerm(index: "i", term: [0xEE])])
-        #expect(throws: LucidError.self) { try WriteBatch(concatenating: [good, badTerm]).validate() }
-        try WriteBatch(concatenating: [good, good]).validate()
-    }
-
-    /// splitmix64: a deterministic generator for the shapes above.
-    private struct SplitMix {
-        var state: UInt64
-        init(_ seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
+        do {
+            try WriteBatch(concatenating: [good, good, badTerm]).validate()
+            Issue.record("a term that is not an IndexValue encoding was accepted")
+        } catch let error as LucidError {
+            #expect(error.message == "operation 2: index term is not an IndexValue encoding")
         }
+        try WriteBatch(concatenating: [good, good]).validate()
     }
 }
