@@ -74,7 +74,6 @@ public struct WriteBatch: Sendable {
 
     /// The operations' record bodies, one after another.
     private(set) var storage = ByteWriter()
-    var bytes: [UInt8] { storage.bytes }
     /// The operations, in order.
     private(set) var entries: [Entry] = []
     /// The keyspaces the operations name, each once, in order of first appearance.
@@ -128,45 +127,31 @@ public struct WriteBatch: Sendable {
 
     private mutating func append(_ kind: Kind, keyspace: String, key: [UInt8], value: [UInt8], terms: [IndexTerm]) {
         let space = lastKeyspace >= 0 && keyspaceNames[lastKeyspace] == keyspace ? lastKeyspace
-            : keyspaceNames.firstIndex(of: keyspace) ?? {
-                keyspaceNames.append(keyspace)
-                return keyspaceNames.count - 1
-            }()
+            : keyspaceIndex(of: keyspace)
         lastKeyspace = space
         // Room for the whole body at once (a small batch would otherwise grow its buffer several times for one
         // record), growing geometrically (repeated exact reservations would copy quadratically).
-        let needed = storage.count + ByteWriter.varintSize(UInt64(keyspace.utf8.count)) + keyspace.utf8.count
-            + ByteWriter.varintSize(UInt64(key.count)) + key.count + ByteWriter.varintSize(UInt64(value.count))
-            + value.count + ByteWriter.varintSize(UInt64(terms.count))
-            + terms.reduce(0) { $0 + 4 + $1.index.utf8.count + $1.term.count }
+        let bodySize = RecordCodec.bodySize(keyspace: keyspace, key: key, value: value, terms: terms)
+        let needed = storage.count + bodySize
         if needed > storage.bytes.capacity { storage.bytes.reserveCapacity(max(needed, 2 * storage.bytes.capacity)) }
         let bodyStart = storage.count
-        storage.varint(keyspace.utf8.count)
-        storage.raw(keyspace.utf8)
-        storage.varint(key.count)
-        let keyStart = storage.count
-        storage.raw(key)
-        storage.varint(value.count)
-        let valueStart = storage.count
-        storage.raw(value)
-        storage.varint(terms.count)
-        let termsStart = storage.count
-        terms.withUnsafeBufferPointer { terms in
-            for t in terms.indices {
-                storage.varint(terms[t].index.utf8.count)
-                storage.raw(terms[t].index.utf8)
-                storage.lengthPrefixed(terms[t].term)
-            }
-        }
-        let entry = Entry(kind: kind, keyspace: space, bodyStart: bodyStart, bodyEnd: storage.count, keyStart: keyStart,
-                          keyLength: key.count, valueStart: valueStart, valueLength: value.count,
-                          termCount: terms.count, termsStart: termsStart)
+        let at = RecordCodec.encodeBody(keyspace: keyspace, key: key, value: value, terms: terms, into: &storage)
+        let entry = Entry(kind: kind, keyspace: space, bodyStart: bodyStart, bodyEnd: storage.count, keyStart: at.key,
+                          keyLength: key.count, valueStart: at.value, valueLength: value.count,
+                          termCount: terms.count, termsStart: at.terms)
         if violation == nil {
             violation = Self.violation(keyspace: keyspace, key: key, value: value, terms: terms,
                                        recordLength: RecordCodec.encodedSize(entry, seqDelta: UInt64.max))
                 .map { (entries.count, $0) }
         }
         entries.append(entry)
+    }
+
+    /// The position of `keyspace` in ``keyspaceNames``, appending it when the batch does not name it yet. O(names).
+    private mutating func keyspaceIndex(of keyspace: String) -> Int {
+        if let known = keyspaceNames.firstIndex(of: keyspace) { return known }
+        keyspaceNames.append(keyspace)
+        return keyspaceNames.count - 1
     }
 
     /// What makes an operation break a limit, or nil.
@@ -209,12 +194,7 @@ extension WriteBatch {
         for batch in batches {
             let base = storage.count
             if violation == nil, let theirs = batch.violation { violation = (theirs.operation + entries.count, theirs.reason) }
-            let spaces = batch.keyspaceNames.map { name in
-                keyspaceNames.firstIndex(of: name) ?? {
-                    keyspaceNames.append(name)
-                    return keyspaceNames.count - 1
-                }()
-            }
+            let spaces = batch.keyspaceNames.map { keyspaceIndex(of: $0) }
             batch.storage.bytes.withUnsafeBytes { storage.raw($0) }
             batch.entries.withUnsafeBufferPointer { moved in
                 for var e in moved {

@@ -16,36 +16,62 @@ struct DecodedRecord {
 enum RecordCodec {
     /// Encoded size of an operation with the given sequence delta.
     static func encodedSize(_ op: WriteBatch.Operation, seqDelta: UInt64) -> Int {
-        var n = 1 + ByteWriter.varintSize(seqDelta)
-        let ks = op.keyspace.utf8.count
-        n += ByteWriter.varintSize(UInt64(ks)) + ks
-        n += ByteWriter.varintSize(UInt64(op.key.count)) + op.key.count
-        n += ByteWriter.varintSize(UInt64(op.value.count)) + op.value.count
-        n += ByteWriter.varintSize(UInt64(op.terms.count))
-        for t in op.terms {
-            let nl = t.index.utf8.count
-            n += ByteWriter.varintSize(UInt64(nl)) + nl + ByteWriter.varintSize(UInt64(t.term.count)) + t.term.count
-        }
-        return n
+        1 + ByteWriter.varintSize(seqDelta) + bodySize(keyspace: op.keyspace, key: op.key, value: op.value, terms: op.terms)
     }
 
     /// Appends the record; returns the offset of the value within `writer`'s bytes.
     static func encode(_ op: WriteBatch.Operation, seqDelta: UInt64, into w: inout ByteWriter) -> Int {
         w.u8(op.kind.rawValue)
         w.varint(seqDelta)
-        w.varint(op.keyspace.utf8.count)
-        w.raw(op.keyspace.utf8)
-        w.lengthPrefixed(op.key)
-        w.varint(op.value.count)
-        let valueOffset = w.count
-        w.raw(op.value)
-        w.varint(op.terms.count)
-        for t in op.terms {
-            w.varint(t.index.utf8.count)
-            w.raw(t.index.utf8)
-            w.lengthPrefixed(t.term)
+        return encodeBody(keyspace: op.keyspace, key: op.key, value: op.value, terms: op.terms, into: &w).value
+    }
+
+    /// Size of a record's body: all of it but its kind and sequence delta. O(terms).
+    @inline(__always)
+    static func bodySize(keyspace: String, key: [UInt8], value: [UInt8], terms: [IndexTerm]) -> Int {
+        let ks = keyspace.utf8.count
+        var n = ByteWriter.varintSize(UInt64(ks)) + ks
+        n += ByteWriter.varintSize(UInt64(key.count)) + key.count
+        n += ByteWriter.varintSize(UInt64(value.count)) + value.count
+        n += ByteWriter.varintSize(UInt64(terms.count))
+        for t in terms {
+            let nl = t.index.utf8.count
+            n += ByteWriter.varintSize(UInt64(nl)) + nl + ByteWriter.varintSize(UInt64(t.term.count)) + t.term.count
         }
-        return valueOffset
+        return n
+    }
+
+    /// Where a record body's key, value and first term begin in the writer it was appended to.
+    struct BodyOffsets {
+        var key: Int
+        var value: Int
+        var terms: Int
+    }
+
+    /// Appends a record's body (docs/FORMAT.md, "record": from the keyspace name's length to the end of the terms);
+    /// returns where its key, value and terms begin.
+    @inline(__always)
+    static func encodeBody(keyspace: String, key: [UInt8], value: [UInt8], terms: [IndexTerm],
+                           into w: inout ByteWriter) -> BodyOffsets {
+        w.varint(keyspace.utf8.count)
+        w.raw(keyspace.utf8)
+        w.varint(key.count)
+        let keyOffset = w.count
+        w.raw(key)
+        w.varint(value.count)
+        let valueOffset = w.count
+        w.raw(value)
+        w.varint(terms.count)
+        let termsOffset = w.count
+        // Terms read in place: iterating the array would copy each one (its name and its bytes).
+        terms.withUnsafeBufferPointer { terms in
+            for t in terms.indices {
+                w.varint(terms[t].index.utf8.count)
+                w.raw(terms[t].index.utf8)
+                w.lengthPrefixed(terms[t].term)
+            }
+        }
+        return BodyOffsets(key: keyOffset, value: valueOffset, terms: termsOffset)
     }
 
     /// Encoded size of a batch's operation (``WriteBatch/Entry``) with the given sequence delta: its kind, the
