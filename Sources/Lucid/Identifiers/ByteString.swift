@@ -6,11 +6,11 @@ public struct ByteString: Hashable, Sendable, CustomStringConvertible {
     /// The string.
     public let value: String
 
-    public init(_ value: String) { self.value = value }
+    @inlinable public init(_ value: String) { self.value = value }
 
-    public static func == (lhs: ByteString, rhs: ByteString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
+    @inlinable public static func == (lhs: ByteString, rhs: ByteString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
 
-    public func hash(into hasher: inout Hasher) {
+    @inlinable public func hash(into hasher: inout Hasher) {
         var copy = value
         copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }

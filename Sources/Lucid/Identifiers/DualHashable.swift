@@ -22,7 +22,8 @@ public protocol DualHashable: Sendable {
 extension DualHashable {
     /// Whether two keys name the same thing: equal remote halves when both have one, otherwise equal local halves
     /// when both have one, otherwise not.
-    public func dualEquals(_ other: Self) -> Bool {
+    /// Inlinable, so that a conforming type's module specializes it (see ``EntityIdentifier``'s `==`).
+    @inlinable public func dualEquals(_ other: Self) -> Bool {
         if let r = remoteKey, let o = other.remoteKey { return r == o }
         if let l = localKey, let o = other.localKey { return l == o }
         return false
