@@ -51,9 +51,15 @@ final class LucidStore: BenchStore, Committer {
         engine = try Engine.open(at: path, options: options)
     }
 
-    private static func put(_ i: Int, _ order: KeyOrder, into batch: inout WriteBatch) {
+    /// Builds record `i` in `key` and `value` (reused across a batch, as the LMDB and RocksDB loaders reuse theirs:
+    /// `put` copies them) and puts it with its two index terms.
+    private static func put(_ i: Int, _ order: KeyOrder, into batch: inout WriteBatch, key: inout [UInt8],
+                            value: inout [UInt8]) {
         let fields = Fields(i)
-        batch.put(Records.value(fields), forKey: Records.key(i, order), in: keyspace, indexTerms: [
+        Records.writeKey(i, order, into: &key)
+        value.removeAll(keepingCapacity: true)
+        Records.appendValue(fields, to: &value)
+        batch.put(value, forKey: key, in: keyspace, indexTerms: [
             IndexTerm(index: "genre", value: .string(Words.genres[fields.genre])),
             IndexTerm(index: "rating", value: .int(Int64(fields.rating))),
         ])
@@ -65,7 +71,10 @@ final class LucidStore: BenchStore, Committer {
 
     func loadBatch(_ range: Range<Int>, order: KeyOrder) throws {
         var batch = WriteBatch()
-        for i in range { Self.put(i, order, into: &batch) }
+        var key = [UInt8](repeating: 0, count: 16)
+        var value: [UInt8] = []
+        value.reserveCapacity(256)
+        for i in range { Self.put(i, order, into: &batch, key: &key, value: &value) }
         lastLoadTicket = try engine.submit(batch)
     }
 
@@ -124,7 +133,9 @@ final class LucidStore: BenchStore, Committer {
 
     func commitOne(_ i: Int) throws {
         var batch = WriteBatch()
-        Self.put(i, .random, into: &batch)
+        var key = [UInt8](repeating: 0, count: 16)
+        var value: [UInt8] = []
+        Self.put(i, .random, into: &batch, key: &key, value: &value)
         try engine.commitAndWait(batch)
     }
 
