@@ -8,7 +8,9 @@ public struct ByteString: Hashable, Sendable, CustomStringConvertible {
 
     @inlinable public init(_ value: String) { self.value = value }
 
-    @inlinable public static func == (lhs: ByteString, rhs: ByteString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
+    @inlinable public static func == (lhs: ByteString, rhs: ByteString) -> Bool {
+        lhs.value.utf8.elementsEqual(rhs.value.utf8)
+    }
 
     @inlinable public func hash(into hasher: inout Hasher) {
         var copy = value

@@ -50,7 +50,7 @@ public struct WriteBatch: Sendable {
         var terms: [IndexTerm]
     }
 
-    /// Where operation `i`'s record lies in ``bytes``. Every field is a plain integer, so reading entries retains
+    /// Where operation `i`'s record body lies in ``storage``. Every field is a plain integer, so reading entries retains
     /// and releases nothing (an operation of arrays retained four or more of them on each copy, and the writer,
     /// which reads what another thread wrote, paid a cache miss for each).
     struct Entry: Sendable {
