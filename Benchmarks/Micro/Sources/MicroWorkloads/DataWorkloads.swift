@@ -53,6 +53,38 @@ public struct Book: LocalEntity {
     }
 }
 
+/// The record written and read by hand, as lucid-compare's BookEntity and an app's hot entity would be (the disk
+/// store's fast path); `codec-*` measure the `Codable` path, which writes the same record.
+extension Book: EntityRecordCodable {
+    public func encode(to record: inout EntityRecordWriter) throws {
+        try record.encode(identifier, forKey: "identifier")
+        record.encode(number, forKey: "number")
+        record.encode(title, forKey: "title")
+        record.encode(author, forKey: "author")
+        record.encode(year, forKey: "year")
+        record.encode(pages, forKey: "pages")
+        record.encode(rating, forKey: "rating")
+        record.encode(published, forKey: "published")
+        record.encode(genre, forKey: "genre")
+        record.encode(lang, forKey: "lang")
+        record.encode(stock, forKey: "stock")
+    }
+
+    public init(from record: inout EntityRecordReader) throws {
+        identifier = try record.decode(Identifier.self, forKey: "identifier")
+        number = try record.decode(Int.self, forKey: "number")
+        title = try record.decode(String.self, forKey: "title")
+        author = try record.decode(String.self, forKey: "author")
+        year = try record.decode(Int.self, forKey: "year")
+        pages = try record.decode(Int.self, forKey: "pages")
+        rating = try record.decode(Int.self, forKey: "rating")
+        published = try record.decode(Date.self, forKey: "published")
+        genre = try record.decode(String.self, forKey: "genre")
+        lang = try record.decode(String.self, forKey: "lang")
+        stock = try record.decode(Int.self, forKey: "stock")
+    }
+}
+
 /// The index terms DiskStore stores with an entity, built the way its (internal) `terms(of:)` builds them for
 /// scalar indexes: one ``IndexTerm`` per index name, the typed value encoded byte-comparably by the engine's
 /// public ``IndexValue`` encoding.
@@ -70,7 +102,7 @@ private let records = 10_000
 /// A CoreManager over a DiskStore on an engine under a fresh temporary directory, preloaded with `records` books
 /// (in batches of 1000); `body` is the measured loop, `round` counts the query workloads' operations (they cycle
 /// through genres and ratings with it). With `cachedLimit`, the manager's store is a CacheStore of an InMemoryStore
-/// keeping that many books over the DiskStore.
+/// keeping that many books over the DiskStore; `entityCacheBytes` bounds the DiskStore's decoded-entity cache.
 private final class ManagerRunner: MicroRunner, @unchecked Sendable {
     let directory: String
     let engine: Engine
@@ -81,12 +113,13 @@ private final class ManagerRunner: MicroRunner, @unchecked Sendable {
     var target: Book?
     let body: @Sendable (ManagerRunner, Int) async throws -> Void
 
-    init(cachedLimit: Int? = nil, _ body: @escaping @Sendable (ManagerRunner, Int) async throws -> Void) async throws {
+    init(cachedLimit: Int? = nil, entityCacheBytes: Int = DiskStore<Book>.defaultEntityCacheBytes,
+         _ body: @escaping @Sendable (ManagerRunner, Int) async throws -> Void) async throws {
         directory = NSTemporaryDirectory() + "lucid-data-micro-\(getpid())-\(UInt64.random(in: 0 ... .max))"
         var options = EngineOptions()
         options.syncMode = .none
         engine = try Engine.open(at: directory, options: options)
-        let disk = DiskStore<Book>(engine: engine)
+        let disk = DiskStore<Book>(engine: engine, entityCacheBytes: entityCacheBytes)
         if let cachedLimit {
             manager = CoreManager(store: CacheStore(memory: InMemoryStore(limit: cachedLimit), disk: disk))
         } else {
@@ -140,6 +173,12 @@ extension MicroWorkload {
                     for _ in 0..<operations { consume(try EntityCodec.decode(Book.self, from: encoded)) }
                 }
             },
+            .synchronous("record-decode-book", operationsPerIteration: 1000) {
+                let encoded = try book.encodeRecord()
+                return ClosureRunner { operations in
+                    for _ in 0..<operations { consume(try Book.decodeRecord(encoded)) }
+                }
+            },
             .synchronous("index-terms-book", operationsPerIteration: 1000) {
                 let names = Array(Book.IndexName.allCases)
                 return ClosureRunner { operations in
@@ -149,6 +188,15 @@ extension MicroWorkload {
             // CoreManager over a DiskStore of 10k books.
             MicroWorkload("manager-get-by-id", operationsPerIteration: 1000) {
                 try await ManagerRunner { runner, operations in
+                    var draws = Draws()
+                    for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
+                }
+            },
+            // The same without the DiskStore's decoded-entity cache: each get looks its key up in the engine's
+            // B-tree, reads the record from its page (the page cache holds every page) and decodes the book, as a
+            // get does in a store many times larger than the entity cache (lucid-compare's 1M records).
+            MicroWorkload("manager-get-uncached", operationsPerIteration: 1000) {
+                try await ManagerRunner(entityCacheBytes: 0) { runner, operations in
                     var draws = Draws()
                     for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
                 }
