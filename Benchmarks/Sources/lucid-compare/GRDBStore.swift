@@ -33,18 +33,30 @@ struct Book: FetchableRecord, PersistableRecord {
         stock = f.stock
     }
 
+    // Read into locals, then stored, as BookEntity's `init(from:)` (see there).
     init(row: Row) throws {
-        key = try row.decode(Data.self, atIndex: 0)
-        id = try row.decode(Int.self, atIndex: 1)
-        title = try row.decode(String.self, atIndex: 2)
-        author = try row.decode(String.self, atIndex: 3)
-        year = try row.decode(Int.self, atIndex: 4)
-        pages = try row.decode(Int.self, atIndex: 5)
-        rating = try row.decode(Int.self, atIndex: 6)
-        published = try row.decode(Int.self, atIndex: 7)
-        genre = try row.decode(String.self, atIndex: 8)
-        lang = try row.decode(String.self, atIndex: 9)
-        stock = try row.decode(Int.self, atIndex: 10)
+        let key = try row.decode(Data.self, atIndex: 0)
+        let id = try row.decode(Int.self, atIndex: 1)
+        let title = try row.decode(String.self, atIndex: 2)
+        let author = try row.decode(String.self, atIndex: 3)
+        let year = try row.decode(Int.self, atIndex: 4)
+        let pages = try row.decode(Int.self, atIndex: 5)
+        let rating = try row.decode(Int.self, atIndex: 6)
+        let published = try row.decode(Int.self, atIndex: 7)
+        let genre = try row.decode(String.self, atIndex: 8)
+        let lang = try row.decode(String.self, atIndex: 9)
+        let stock = try row.decode(Int.self, atIndex: 10)
+        self.key = key
+        self.id = id
+        self.title = title
+        self.author = author
+        self.year = year
+        self.pages = pages
+        self.rating = rating
+        self.published = published
+        self.genre = genre
+        self.lang = lang
+        self.stock = stock
     }
 
     func encode(to container: inout PersistenceContainer) {

@@ -154,6 +154,56 @@ extension BinaryReader {
         return (Double(bitPattern: UInt64(littleEndian: raw)), position + 9)
     }
 
+    /// An identifier with an `Int` remote value (`{local?, remote?}`, keys in any order), as
+    /// ``identifierParts(at:depth:_:)`` and the remote value's `Int` read give it: the first `local` entry's
+    /// string (nil when null) and the first `remote` entry's `Int` (nil when null). Nil for anything else: a
+    /// value of another type, another entry that is not a scalar or string, neither part present, bytes the
+    /// checked reads would reject.
+    @inline(__always)
+    static func readIntIdentifier(_ buffer: UnsafeBufferPointer<UInt8>,
+                                  _ position: Int) -> (value: (local: String?, remote: Int?), end: Int)? {
+        guard position < buffer.count, buffer[position] == EntityCodec.Tag.keyed.rawValue else { return nil }
+        var p = position + 1
+        var local: String?
+        var remote: Int?
+        var sawLocal = false
+        var sawRemote = false
+        while true {
+            guard let keyLength = quickVarint(buffer, &p) else { return nil }
+            if keyLength == 0 { break }
+            guard keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
+            let key = p
+            p += Int(keyLength - 1)
+            guard p < buffer.count else { return nil }
+            let isNull = buffer[p] == EntityCodec.Tag.null.rawValue
+            if !sawLocal && isKey(buffer, key..<p, "local") {
+                sawLocal = true
+                if isNull { p += 1; continue }
+                guard let (value, end) = readString(buffer, p) else { return nil }
+                (local, p) = (value, end)
+            } else if !sawRemote && isKey(buffer, key..<p, "remote") {
+                sawRemote = true
+                if isNull { p += 1; continue }
+                guard let (value, end) = readInt(buffer, p) else { return nil }
+                (remote, p) = (value, end)
+            } else {
+                guard let end = scalarEnd(buffer, at: p) else { return nil }
+                p = end
+            }
+        }
+        guard local != nil || remote != nil else { return nil }
+        return ((local, remote), p)
+    }
+
+    /// Whether the bytes at `range` of `buffer` are `name`'s UTF-8.
+    @inline(__always)
+    private static func isKey(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ name: StaticString) -> Bool {
+        name.withUTF8Buffer { name in
+            name.count == range.count && (name.isEmpty || bytesEqual(buffer.baseAddress! + range.lowerBound,
+                                                                     name.baseAddress!, count: name.count))
+        }
+    }
+
     /// A `true` or `false`.
     @inline(__always)
     static func readBool(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int) -> (value: Bool, end: Int)? {
@@ -163,16 +213,6 @@ extension BinaryReader {
         case EntityCodec.Tag.falseValue.rawValue: return (false, position + 1)
         default: return nil
         }
-    }
-
-    /// A null (nil) or what `read` reads, for `decodeIfPresent`.
-    @inline(__always)
-    static func readOptional<T>(_ buffer: UnsafeBufferPointer<UInt8>, _ position: Int,
-                                _ read: (UnsafeBufferPointer<UInt8>, Int) -> (value: T, end: Int)?) -> (value: T?, end: Int)? {
-        guard position < buffer.count else { return nil }
-        if buffer[position] == EntityCodec.Tag.null.rawValue { return (nil, position + 1) }
-        guard let (value, end) = read(buffer, position) else { return nil }
-        return (value, end)
     }
 
     /// Whether the value at `position` is null, or nil where ``isNil(at:_:)`` would throw (no byte there, or not a

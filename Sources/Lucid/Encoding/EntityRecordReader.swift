@@ -30,6 +30,7 @@ public struct EntityRecordReader {
     /// Where the record's first entry starts: after the version byte and the keyed container's tag.
     private static var firstEntry: Int { 2 }
 
+    @usableFromInline
     init(_ bytes: [UInt8]) throws {
         try EntityCodec.checkVersion(bytes)
         let reader = BinaryReader(bytes: bytes)
@@ -43,6 +44,7 @@ public struct EntityRecordReader {
 
     /// Checks the entries not walked yet and that the record ends with its container. Reads then never met
     /// malformed bytes, anywhere in the record. - Throws: `DecodingError.dataCorrupted`.
+    @usableFromInline
     mutating func finish() throws {
         var p = walked
         while let entry = try reader.entry(at: p) { p = try reader.valueEnd(at: entry.value, depth: 1, []) }
@@ -53,6 +55,7 @@ public struct EntityRecordReader {
 
     /// Checks the whole record as the reading started: throws what a reader that checks everything first would
     /// have thrown before any read, if anything.
+    @usableFromInline
     func checkWhole() throws {
         let (end, _) = try reader.checkKeyedContainer(at: 1)
         guard end == reader.bytes.count else { throw EntityCodec.bytesAfterValue() }
@@ -150,17 +153,17 @@ public struct EntityRecordReader {
 
     /// The `String` under `key`.
     public mutating func decode(_ type: String.Type, forKey key: StaticString) throws -> String {
-        if let value = cursorRead(key, BinaryReader.readString) { return value }
+        if let value = cursorRead(key, StringRead.self) { return value }
         return try reader.decodeString(at: position(key), [RecordKey(key)])
     }
     /// The `Int` under `key`.
     public mutating func decode(_ type: Int.Type, forKey key: StaticString) throws -> Int {
-        if let value = cursorRead(key, BinaryReader.readInt) { return value }
+        if let value = cursorRead(key, IntRead.self) { return value }
         return try reader.decodeInteger(Int.self, at: position(key), [RecordKey(key)])
     }
     /// The `Int64` under `key`.
     public mutating func decode(_ type: Int64.Type, forKey key: StaticString) throws -> Int64 {
-        if let value = cursorRead(key, BinaryReader.readInt64) { return value }
+        if let value = cursorRead(key, Int64Read.self) { return value }
         return try reader.decodeInt64(at: position(key), [RecordKey(key)])
     }
     /// The `Int32` under `key`.
@@ -177,17 +180,17 @@ public struct EntityRecordReader {
     }
     /// The `Double` under `key`.
     public mutating func decode(_ type: Double.Type, forKey key: StaticString) throws -> Double {
-        if let value = cursorRead(key, BinaryReader.readDouble) { return value }
+        if let value = cursorRead(key, DoubleRead.self) { return value }
         return try reader.decodeDouble(at: position(key), [RecordKey(key)])
     }
     /// The `Bool` under `key`.
     public mutating func decode(_ type: Bool.Type, forKey key: StaticString) throws -> Bool {
-        if let value = cursorRead(key, BinaryReader.readBool) { return value }
+        if let value = cursorRead(key, BoolRead.self) { return value }
         return try reader.decodeBool(at: position(key), [RecordKey(key)])
     }
     /// The `Date` under `key` (as `Date`'s `Codable` form stores it).
     public mutating func decode(_ type: Date.Type, forKey key: StaticString) throws -> Date {
-        if let value = cursorRead(key, BinaryReader.readDouble) { return Date(timeIntervalSinceReferenceDate: value) }
+        if let value = cursorRead(key, DoubleRead.self) { return Date(timeIntervalSinceReferenceDate: value) }
         return Date(timeIntervalSinceReferenceDate: try reader.decodeDouble(at: position(key), [RecordKey(key)]))
     }
 
@@ -196,6 +199,10 @@ public struct EntityRecordReader {
     @inlinable
     public mutating func decode<Owner, RemoteValue>(_ type: EntityIdentifier<Owner, RemoteValue>.Type,
                                                     forKey key: StaticString) throws -> EntityIdentifier<Owner, RemoteValue> {
+        if RemoteValue.self == Int.self, let parts = quickIntIdentifier(forKey: key) {
+            let remote = parts.remote.map { unsafeBitCast($0, to: RemoteValue.self) }
+            return EntityIdentifier(localValue: parts.local, remoteValue: remote)
+        }
         let parts = try identifierParts(forKey: key)
         var remote: RemoteValue?
         if let p = parts.remote {
@@ -215,27 +222,27 @@ public struct EntityRecordReader {
 
     /// The `String` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: String.Type, forKey key: StaticString) throws -> String? {
-        if let value = cursorRead(key, { BinaryReader.readOptional($0, $1, BinaryReader.readString) }) { return value }
+        if let value = cursorRead(key, OptionalRead<StringRead>.self) { return value }
         return try presentPosition(key).map { try reader.decodeString(at: $0, [RecordKey(key)]) }
     }
     /// The `Int` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Int.Type, forKey key: StaticString) throws -> Int? {
-        if let value = cursorRead(key, { BinaryReader.readOptional($0, $1, BinaryReader.readInt) }) { return value }
+        if let value = cursorRead(key, OptionalRead<IntRead>.self) { return value }
         return try presentPosition(key).map { try reader.decodeInteger(Int.self, at: $0, [RecordKey(key)]) }
     }
     /// The `Double` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Double.Type, forKey key: StaticString) throws -> Double? {
-        if let value = cursorRead(key, { BinaryReader.readOptional($0, $1, BinaryReader.readDouble) }) { return value }
+        if let value = cursorRead(key, OptionalRead<DoubleRead>.self) { return value }
         return try presentPosition(key).map { try reader.decodeDouble(at: $0, [RecordKey(key)]) }
     }
     /// The `Bool` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Bool.Type, forKey key: StaticString) throws -> Bool? {
-        if let value = cursorRead(key, { BinaryReader.readOptional($0, $1, BinaryReader.readBool) }) { return value }
+        if let value = cursorRead(key, OptionalRead<BoolRead>.self) { return value }
         return try presentPosition(key).map { try reader.decodeBool(at: $0, [RecordKey(key)]) }
     }
     /// The `Date` under `key`, or nil when absent or null.
     public mutating func decodeIfPresent(_ type: Date.Type, forKey key: StaticString) throws -> Date? {
-        if let value = cursorRead(key, { BinaryReader.readOptional($0, $1, BinaryReader.readDouble) }) {
+        if let value = cursorRead(key, OptionalRead<DoubleRead>.self) {
             return value.map(Date.init(timeIntervalSinceReferenceDate:))
         }
         return try presentPosition(key).map {
@@ -249,6 +256,13 @@ public struct EntityRecordReader {
 
     // MARK: Identifier parts (non-generic, for the inlinable identifier read)
 
+    /// The identifier under `key` when its remote value is an `Int`, read in one pass at the cursor (see
+    /// ``cursorRead(_:_:)``); nil where ``identifierParts(forKey:)`` and ``remoteInt(at:_:)`` would answer
+    /// otherwise or throw, or when the entry is not at the cursor.
+    @usableFromInline
+    mutating func quickIntIdentifier(forKey key: StaticString) -> (local: String?, remote: Int?)? {
+        cursorRead(key, IntIdentifierRead.self)
+    }
     /// The local value and the position of the non-null remote value of the identifier under `key`.
     @usableFromInline
     mutating func identifierParts(forKey key: StaticString) throws -> (local: String?, remote: Int?) {

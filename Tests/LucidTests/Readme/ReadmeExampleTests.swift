@@ -70,11 +70,13 @@ extension ReadmeFastBook {
         try record.encode(tags, forKey: "tags")                // anything Encodable
     }
     init(from record: inout EntityRecordReader) throws {
-        identifier = try record.decode(Identifier.self, forKey: "identifier")
-        title = try record.decode(String.self, forKey: "title")
-        genre = try record.decodeIfPresent(String.self, forKey: "genre")
-        rating = try record.decode(Double.self, forKey: "rating")
-        tags = try record.decode([String].self, forKey: "tags")
+        let identifier = try record.decode(Identifier.self, forKey: "identifier")   // in the order written
+        let title = try record.decode(String.self, forKey: "title")
+        let genre = try record.decodeIfPresent(String.self, forKey: "genre")
+        let rating = try record.decode(Double.self, forKey: "rating")
+        let tags = try record.decode([String].self, forKey: "tags")
+        self.identifier = identifier; self.title = title; self.genre = genre
+        self.rating = rating; self.tags = tags
     }
 }
 
