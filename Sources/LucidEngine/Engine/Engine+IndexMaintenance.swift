@@ -56,7 +56,7 @@ extension Engine {
                     let state = core.currentState()
                     var batch = WriteBatch()
                     for key in chunk {
-                        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { continue }
+                        guard let location = state.location(forKey: key, in: keyspace) else { continue }
                         let file = state.segments[UInt64(location.segment)]
                         // One page read for the value and the terms after it.
                         let page = try PageFetch.page(at: location, file: file, cache: core.cache, storePath: core.path)

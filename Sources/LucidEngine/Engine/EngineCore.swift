@@ -79,7 +79,7 @@ final class EngineCore: Sendable {
     func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try checkOpen()
         let found: (RecordLocation, SegmentFile?)? = state.withReadAccess { s in
-            guard let location = s.pointee.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+            guard let location = s.pointee.location(forKey: key, in: keyspace) else { return nil }
             return (location, s.pointee.segments[UInt64(location.segment)])
         }
         guard let (location, file) = found else { return nil }

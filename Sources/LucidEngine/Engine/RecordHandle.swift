@@ -21,7 +21,7 @@ extension Snapshot {
     /// - Throws: ``LucidError/Code/closed`` once the engine is closed (as ``get(_:in:)``).
     public func handle(forKey key: [UInt8], in keyspace: String) throws -> RecordHandle? {
         try core.checkOpen()
-        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+        guard let location = state.location(forKey: key, in: keyspace) else { return nil }
         return RecordHandle(location: location, engine: ObjectIdentifier(core))
     }
 
@@ -42,7 +42,7 @@ extension Snapshot {
     /// - Throws: ``LucidError/Code/closed`` once the engine is closed.
     public func handles(forKeys keys: [[UInt8]], in keyspace: String) throws -> [RecordHandle?] {
         try core.checkOpen()
-        guard let tree = state.keyspaces[keyspace]?.primary else { return keys.map { _ in nil } }
+        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in nil } }
         let engine = ObjectIdentifier(core)
         return tree.values(forKeys: keys) { location in location.map { RecordHandle(location: $0, engine: engine) } }
     }

@@ -22,7 +22,7 @@ extension Snapshot {
     /// condition's byte ranges, so each matches it; one that does not decode is visited too.
     func forEachRawEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
                          _ body: (_ term: UnsafeRawBufferPointer, _ key: UnsafeRawBufferPointer) throws -> Bool) rethrows {
-        guard let tree = state.keyspaces[keyspace]?.indexes[index] else { return }
+        guard let tree = state.indexTree(index, in: keyspace) else { return }
         let ranges = reverse ? condition.entryRanges.reversed() : condition.entryRanges
         var going = true
         for range in ranges where going {
@@ -161,7 +161,7 @@ extension Snapshot {
 
     /// Number of entries in an index (a record with several terms counts once per term). - Complexity: O(1).
     public func entryCount(keyspace: String, index: String) -> Int {
-        state.keyspaces[keyspace]?.indexes[index]?.count ?? 0
+        state.indexTree(index, in: keyspace)?.count ?? 0
     }
 }
 

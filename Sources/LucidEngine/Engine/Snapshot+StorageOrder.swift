@@ -23,14 +23,14 @@ extension Snapshot {
                             limit: Int? = nil) throws -> RecordTable {
         try core.checkOpen()
         var table = RecordTable()
-        guard let tree = state.keyspaces[keyspace]?.primary else { return table }
+        guard let tree = state.keyspace(keyspace)?.primary else { return table }
         let cap = limit ?? Int.max
         guard cap > 0 else { return table }
 
         // Keys in key order, where each value lies, and where it goes in the table (values in key order too).
         var places: [StoragePlace] = []
         if range.treeLower == nil, range.treeUpper == nil {
-            let count = min(cap, state.keyspaces[keyspace]?.count ?? 0)
+            let count = min(cap, state.keyspace(keyspace)?.count ?? 0)
             places.reserveCapacity(count)
             table.keyEnds.reserveCapacity(count)
             table.valueEnds.reserveCapacity(count)

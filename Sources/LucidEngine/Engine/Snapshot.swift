@@ -15,7 +15,7 @@ public struct Snapshot: Sendable {
     /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum, ``LucidError/Code/io``, closed.
     public func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try core.checkOpen()
-        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+        guard let location = state.location(forKey: key, in: keyspace) else { return nil }
         return try core.readValue(location, file: state.segments[UInt64(location.segment)])
     }
 
@@ -26,7 +26,7 @@ public struct Snapshot: Sendable {
     /// - Throws: as ``get(_:in:)``, for the first key in order whose read fails.
     public func values(forKeys keys: [[UInt8]], in keyspace: String) throws -> [[UInt8]?] {
         try core.checkOpen()
-        guard let tree = state.keyspaces[keyspace]?.primary else { return keys.map { _ in nil } }
+        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in nil } }
         return try readValues(tree.values(forKeys: keys))
     }
 
@@ -81,7 +81,7 @@ public struct Snapshot: Sendable {
 
     /// Whether `key` holds a value, without reading it. - Complexity: O(log n), no I/O.
     public func contains(_ key: [UInt8], in keyspace: String) -> Bool {
-        state.keyspaces[keyspace]?.primary.value(forKey: key) != nil
+        state.location(forKey: key, in: keyspace) != nil
     }
 
     /// The index terms stored with the record under `key`, in the order they were committed (empty when it has
@@ -91,13 +91,13 @@ public struct Snapshot: Sendable {
     ///   ``LucidError/Code/io``, closed.
     public func indexTerms(forKey key: [UInt8], in keyspace: String) throws -> [IndexTerm]? {
         try core.checkOpen()
-        guard let location = state.keyspaces[keyspace]?.primary.value(forKey: key) else { return nil }
+        guard let location = state.location(forKey: key, in: keyspace) else { return nil }
         return try PageFetch.terms(at: location, file: state.segments[UInt64(location.segment)], cache: core.cache,
                                    storePath: core.path)
     }
 
     /// Number of keys in `keyspace`. - Complexity: O(1).
-    public func count(in keyspace: String) -> Int { state.keyspaces[keyspace]?.count ?? 0 }
+    public func count(in keyspace: String) -> Int { state.keyspace(keyspace)?.count ?? 0 }
 
     /// Names of the keyspaces that hold at least one key, sorted.
     public func keyspaces() -> [String] { state.keyspaces.filter { !$0.value.isEmpty }.keys.sorted() }
@@ -108,7 +108,7 @@ public struct Snapshot: Sendable {
     public func forEach(in keyspace: String, range: KeyRange = .all, reverse: Bool = false, limit: Int? = nil,
                         _ body: (KeyValue) throws -> Bool) throws {
         try core.checkOpen()
-        guard let tree = state.keyspaces[keyspace]?.primary else { return }
+        guard let tree = state.keyspace(keyspace)?.primary else { return }
         var remaining = limit ?? Int.max
         guard remaining > 0 else { return }
         var reader = KeyOrderReader(core: core)
@@ -130,7 +130,7 @@ public struct Snapshot: Sendable {
     /// The keys in `range` without reading values. - Complexity: O(log n + k), no I/O.
     public func keys(in keyspace: String, range: KeyRange = .all, reverse: Bool = false,
                      limit: Int? = nil) -> [[UInt8]] {
-        guard let tree = state.keyspaces[keyspace]?.primary else { return [] }
+        guard let tree = state.keyspace(keyspace)?.primary else { return [] }
         var result: [[UInt8]] = []
         let cap = limit ?? Int.max
         guard cap > 0 else { return [] }
