@@ -157,9 +157,10 @@ extension MicroWorkload {
     public static let data: [MicroWorkload] = {
         let book = Book(4242)
         // Index queries returning 20 books, a new value each round.
-        func searches(_ name: String, _ query: @escaping @Sendable (Int) -> Query<Book>) -> MicroWorkload {
+        func searches(_ name: String, entityCacheBytes: Int = DiskStore<Book>.defaultEntityCacheBytes,
+                      _ query: @escaping @Sendable (Int) -> Query<Book>) -> MicroWorkload {
             MicroWorkload(name) {
-                try await ManagerRunner { runner, operations in
+                try await ManagerRunner(entityCacheBytes: entityCacheBytes) { runner, operations in
                     for _ in 0..<operations {
                         runner.round += 1
                         let result = try await runner.manager.search(withQuery: query(runner.round)).once
@@ -226,6 +227,11 @@ extension MicroWorkload {
                 .filter(.genre == .string(Book.genres[round % Book.genres.count])).with(limit: 20)
             },
             searches("manager-search-rating-range-limit20") { round in
+                .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
+            },
+            // The same range query with the entity cache off: each of the 20 books is looked up, read and decoded
+            // (the index query's batched read), as on a first read in a store many times the cache.
+            searches("manager-search-rating-range-uncached", entityCacheBytes: 0) { round in
                 .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
             },
             MicroWorkload("continuous-query-update", countedOperations: 200) {
