@@ -195,9 +195,9 @@ extension BinaryReader {
         return ((local, remote), p)
     }
 
-    /// Whether the bytes at `range` of `buffer` are `name`'s UTF-8.
+    /// Whether the bytes at `range` of `buffer` (in bounds) are `name`'s UTF-8.
     @inline(__always)
-    private static func isKey(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ name: StaticString) -> Bool {
+    static func isKey(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ name: StaticString) -> Bool {
         name.withUTF8Buffer { name in
             name.count == range.count && (name.isEmpty || bytesEqual(buffer.baseAddress! + range.lowerBound,
                                                                      name.baseAddress!, count: name.count))

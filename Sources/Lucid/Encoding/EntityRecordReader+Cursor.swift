@@ -41,10 +41,6 @@ extension EntityRecordReader {
         guard let keyLength = BinaryReader.quickVarint(buffer, &p), keyLength != 0,
               keyLength - 1 <= UInt64(buffer.count - p) else { return nil }
         let value = p + Int(keyLength - 1)
-        let same = key.withUTF8Buffer { name in
-            name.count == value - p
-                && (name.isEmpty || bytesEqual(buffer.baseAddress! + p, name.baseAddress!, count: name.count))
-        }
-        return same ? value : nil
+        return BinaryReader.isKey(buffer, p..<value, key) ? value : nil
     }
 }

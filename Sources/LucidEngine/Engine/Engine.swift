@@ -111,7 +111,7 @@ public final class Engine: Sendable {
 
     /// Number of keys in `keyspace`. - Complexity: O(1).
     public func count(in keyspace: String) -> Int {
-        core.state.read { $0.keyspaces[keyspace]?.count ?? 0 }
+        core.state.read { $0.keyspace(keyspace)?.count ?? 0 }
     }
 
     /// Names of the keyspaces holding at least one key, sorted.

@@ -156,6 +156,19 @@ extension MicroWorkload {
     /// Lucid's data-layer workloads (target `LucidDataMicro`).
     public static let data: [MicroWorkload] = {
         let book = Book(4242)
+        // Gets of ids drawn from a fixed-seed generator.
+        func gets(_ name: String, cachedLimit: Int? = nil,
+                  entityCacheBytes: Int = DiskStore<Book>.defaultEntityCacheBytes) -> MicroWorkload {
+            MicroWorkload(name, operationsPerIteration: 1000) {
+                try await ManagerRunner(cachedLimit: cachedLimit, entityCacheBytes: entityCacheBytes) { runner, count in
+                    var draws = Draws()
+                    for _ in 0..<count { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
+                }
+            }
+        }
+        let ratingRange: @Sendable (Int) -> Query<Book> = { round in
+            .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
+        }
         // Index queries returning 20 books, a new value each round.
         func searches(_ name: String, entityCacheBytes: Int = DiskStore<Book>.defaultEntityCacheBytes,
                       _ query: @escaping @Sendable (Int) -> Query<Book>) -> MicroWorkload {
@@ -198,42 +211,21 @@ extension MicroWorkload {
                 }
             },
             // CoreManager over a DiskStore of 10k books.
-            MicroWorkload("manager-get-by-id", operationsPerIteration: 1000) {
-                try await ManagerRunner { runner, operations in
-                    var draws = Draws()
-                    for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
-                }
-            },
+            gets("manager-get-by-id"),
             // The same without the DiskStore's decoded-entity cache: each get looks its key up in the engine's
             // B-tree, reads the record from its page (the page cache holds every page) and decodes the book, as a
             // get does in a store many times larger than the entity cache (lucid-compare's 1M records).
-            MicroWorkload("manager-get-uncached", operationsPerIteration: 1000) {
-                try await ManagerRunner(entityCacheBytes: 0) { runner, operations in
-                    var draws = Draws()
-                    for _ in 0..<operations { consume(try await runner.manager.get(byID: .remote(draws.next(records)))) }
-                }
-            },
+            gets("manager-get-uncached", entityCacheBytes: 0),
             // CoreManager over a CacheStore keeping 1000 of the 10k books in memory: nine gets in ten miss memory,
             // read the disk store and put the book in memory, evicting the least recently used one.
-            MicroWorkload("manager-cached-get-by-id", operationsPerIteration: 1000) {
-                try await ManagerRunner(cachedLimit: 1000) { runner, operations in
-                    var draws = Draws()
-                    for _ in 0..<operations {
-                        consume(try await runner.manager.get(byID: .remote(draws.next(records))))
-                    }
-                }
-            },
+            gets("manager-cached-get-by-id", cachedLimit: 1000),
             searches("manager-search-genre-limit20") { round in
                 .filter(.genre == .string(Book.genres[round % Book.genres.count])).with(limit: 20)
             },
-            searches("manager-search-rating-range-limit20") { round in
-                .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
-            },
+            searches("manager-search-rating-range-limit20", ratingRange),
             // The same range query with the entity cache off: each of the 20 books is looked up, read and decoded
             // (the index query's batched read), as on a first read in a store many times the cache.
-            searches("manager-search-rating-range-uncached", entityCacheBytes: 0) { round in
-                .filter(.rating >= .int(round * 97 % 900)).order([.asc(by: .rating)]).with(limit: 20)
-            },
+            searches("manager-search-rating-range-uncached", entityCacheBytes: 0, ratingRange),
             MicroWorkload("continuous-query-update", countedOperations: 200) {
                 let runner = try await ManagerRunner { runner, operations in
                     var observer = runner.observer!
