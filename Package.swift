@@ -27,7 +27,7 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"])]
         ),
-        // Small audited C helpers: hardware CRC32C with a portable fallback.
+        // Small audited C helpers: hardware CRC32C with a portable fallback, prefetch hints, atomic bit arrays.
         .target(name: "CLucidSupport"),
         .target(
             name: "LucidEngine",
@@ -41,7 +41,7 @@ let package = Package(
             swiftSettings: internalChecks
         ),
         // The data layer users import: entities, queries, stores, CoreManager.
-        .target(name: "Lucid", dependencies: ["LucidEngine", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Lucid", dependencies: ["LucidEngine", "CLucidSupport", .product(name: "Logging", package: "swift-log")]),
         .executableTarget(name: "lucid-demo", dependencies: ["Lucid", "LucidEngine"]),
         // Child process for the kill -9 crash tests.
         .executableTarget(name: "lucid-crash-child", dependencies: ["LucidEngine", "LucidEngineTestSupport"]),

@@ -51,9 +51,9 @@ extension DiskQueryPlanner {
 
         // Filters the batch's records in walk order; `done` once the window is complete and past its last term.
         func filterBatch() throws(StoreError) {
-            let full = batch
-            batch = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: false)
-            for entity in try store.entities(of: full, in: snapshot) {
+            var full = FetchBatch(capacity: batchSize, at: snapshot.sequence, query: false)
+            swap(&full, &batch)
+            for entity in try store.entities(of: &full, in: snapshot) {
                 if let boundary, entity.entityIndexValue(for: indexName).sortKey(descending: descending) != boundary {
                     done = true
                     return
@@ -81,7 +81,7 @@ extension DiskQueryPlanner {
                 overBudget = true
                 return false
             }
-            store.add(raw, copy: copy, to: &batch)
+            if let copy { store.add(raw, copy: copy, to: &batch) } else { store.stage(raw, to: &batch) }
             guard batch.count >= batchSize else { return true }
             do throws(StoreError) { try filterBatch() } catch {
                 failure = error

@@ -33,16 +33,16 @@ struct DiskQueryPlanner<E: LocalEntity> {
 
         if let ascending = orderedByIdentifier, !query.uniquely, let comparison, comparison.op == .equalTo {
             // One term's index entries (term ‖ primary key) are in primary-key order: the window is the first
-            // `window` of them, with no key set to build and sort. Each key goes from the index to the cache's
-            // probe as it is met (no array per key the cache answers).
+            // `window` of them, with no key set to build and sort. The keys are staged as they are met (no
+            // array per key the cache answers) and the cache probed for them together.
             var batch = FetchBatch(capacity: query.limit ?? 16, at: snapshot.sequence, query: true)
             snapshot.forEachKey(matching: IndexQuery(keyspace: keyspace, index: comparison.index,
                                                      condition: condition(.equalTo, comparison.value),
                                                      reverse: !ascending, offset: offset, limit: query.limit)) { key in
-                store.add(key, to: &batch)
+                store.stage(key, to: &batch)
                 return true
             }
-            return evaluator.result(fromMatching: try store.entities(of: batch, in: snapshot), alreadyOrdered: true,
+            return evaluator.result(fromMatching: try store.entities(of: &batch, in: snapshot), alreadyOrdered: true,
                                     alreadyPaginated: true)
         }
 
@@ -170,7 +170,8 @@ struct DiskQueryPlanner<E: LocalEntity> {
         -> (entities: [E], inResultOrder: Bool) {
         // With one term per record, the walk meets each record once: no set of the keys met is needed.
         var walked = WalkedKeys(keys: keys, distinct: singleTerm ?? isSingleTerm(name))
-        // Each key picked goes from the index to the cache's probe as it is met (copied only when needed).
+        // Each key picked is staged as it is met and the cache probed for the staged keys together (a key gets an
+        // array of its own only when the cache does not answer it, or when the walk made one to tell records met).
         var picked = FetchBatch(capacity: window, at: snapshot.sequence, query: true)
         var boundary: IndexValue?
         // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
@@ -183,14 +184,14 @@ struct DiskQueryPlanner<E: LocalEntity> {
             if let boundary, value != boundary { return false }
             var copy: [UInt8]?
             guard walked.admits(raw, copy: &copy) else { return true }
-            store.add(raw, copy: copy, to: &picked)
+            if let copy { store.add(raw, copy: copy, to: &picked) } else { store.stage(raw, to: &picked) }
             if picked.count >= window {
                 if inResultOrder { return false }
                 if boundary == nil { boundary = value }
             }
             return true
         }
-        return (try store.entities(of: picked, in: snapshot), inResultOrder)
+        return (try store.entities(of: &picked, in: snapshot), inResultOrder)
     }
 
     /// The size of an inexact candidate key set (one the filter must still check) from which reading and filtering

@@ -25,32 +25,49 @@ extension DiskStore {
     func fetch(_ keys: [[UInt8]], in snapshot: Snapshot, query: Bool = false) throws(StoreError) -> [E] {
         var batch = FetchBatch(capacity: keys.count, at: snapshot.sequence, query: query)
         for key in keys { key.withUnsafeBytes { add($0, copy: key, to: &batch) } }
-        return try entities(of: batch, in: snapshot)
+        return try entities(of: &batch, in: snapshot)
     }
 
     /// Adds the key `raw` to `batch`, probing the cache for it now: the bytes are copied (or `copy` kept) only
     /// when the cache does not hold its entity current, so a fetch the cache answers makes no key array.
     @inline(__always)
     func add(_ raw: UnsafeRawBufferPointer, copy: [UInt8]? = nil, to batch: inout FetchBatch) {
-        let probe = cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence)
-        if probe.current, let box = probe.box {
-            batch.slots.append(.entity(box))
-            batch.keys.append([])
-            batch.hits = true
-        } else {
-            batch.slots.append(.pending(probe))
-            batch.keys.append(copy ?? Array(raw))
-            batch.pending += 1
+        if !batch.staged.isEmpty { probeStaged(&batch) }
+        batch.record(cache.probe(raw, hash: EntityCacheKey.hash(raw), at: batch.sequence)) { copy ?? Array(raw) }
+    }
+
+    /// Adds the key `raw` to `batch` as ``add(_:copy:to:)`` does, but probes the cache for it later, together
+    /// with the keys staged after it (``EntityCacheTable/probe(_:at:into:)``): the bytes are copied into the
+    /// batch's staging buffer now, and into an array of their own only if the cache does not hold the entity
+    /// current. For a walk that meets many keys before it reads any.
+    @inline(__always)
+    func stage(_ raw: UnsafeRawBufferPointer, to batch: inout FetchBatch) {
+        if batch.staged.isEmpty { batch.staged.reserve(batch.room) }
+        batch.staged.append(raw)
+        if batch.staged.count >= FetchBatch.stagedLimit { probeStaged(&batch) }
+    }
+
+    /// Probes the cache for the keys staged in `batch`, all together, and records the results in order.
+    func probeStaged(_ batch: inout FetchBatch) {
+        let count = batch.staged.count
+        guard count > 0 else { return }
+        withUnsafeTemporaryAllocation(of: EntityCacheTable.Probe.self, capacity: count) { probes in
+            cache.probe(batch.staged, at: batch.sequence, into: probes)
+            let staged = batch.staged
+            for i in 0..<count { batch.record((probes.baseAddress! + i).move()) { staged.key(i) } }
         }
+        batch.staged.removeAll()
     }
 
     /// The entities of the keys added to `batch`, in order, as ``fetch(_:in:)`` reads them (`snapshot` must be
-    /// the one whose sequence the batch was made with).
+    /// the one whose sequence the batch was made with). The batch is used up (its staged keys probed, its slots
+    /// resolved in place, which `inout` keeps from copying its arrays): read it once.
     ///
     /// The array is filled in place: in generic code each `append` would look `Array<E>`'s metadata up at run
     /// time, and no `E?` passes per key (entities wait in their cache boxes meanwhile).
-    func entities(of batch: consuming FetchBatch, in snapshot: Snapshot) throws(StoreError) -> [E] {
+    func entities(of batch: inout FetchBatch, in snapshot: Snapshot) throws(StoreError) -> [E] {
         assert(batch.sequence == snapshot.sequence, "a fetch batch read from another snapshot than its probes'")
+        probeStaged(&batch)
         guard !batch.slots.isEmpty else { return [] }
         if batch.hits && engine.isClosed { throw .closed }   // a cached entity is taken as the engine read would be
         if batch.pending > 0 {
@@ -236,6 +253,12 @@ struct FetchBatch {
     fileprivate var keys: [[UInt8]] = []
     fileprivate var pending = 0
     fileprivate var hits = false
+    /// Keys added by ``DiskStore/stage(_:to:)`` and not probed yet (they follow the slots' keys).
+    fileprivate var staged: StagedKeys
+    /// How many keys are staged at most before they are probed: the cache's lock is held for that many probes.
+    static var stagedLimit: Int { 64 }
+    /// How many keys the batch expects to stage at once (its capacity, at most ``stagedLimit``).
+    fileprivate let room: Int
     /// The sequence of the snapshot the batch is read from.
     let sequence: UInt64
     /// Whether the batch is a query's read: when it holds at most ``DiskStore/firstMissRecordLimit`` keys and its
@@ -250,11 +273,28 @@ struct FetchBatch {
         let room = min(capacity, 1024)
         slots.reserveCapacity(room)
         keys.reserveCapacity(room)
+        staged = StagedKeys()
+        self.room = min(room, Self.stagedLimit)
         self.sequence = sequence
     }
 
-    /// Keys added.
-    var count: Int { slots.count }
+    /// Keys added (probed or staged).
+    var count: Int { slots.count + staged.count }
+
+    /// Records the probe of the next key: its entity when current (no key array made), else pending, with the
+    /// key array `key` makes.
+    @inline(__always)
+    fileprivate mutating func record(_ probe: EntityCacheTable.Probe, key: () -> [UInt8]) {
+        if probe.current, let box = probe.box {
+            slots.append(.entity(box))
+            keys.append([])
+            hits = true
+        } else {
+            slots.append(.pending(probe))
+            keys.append(key())
+            pending += 1
+        }
+    }
 }
 
 /// Where a batched fetch stands with one key (not generic, so that the slots cost no metadata lookups).

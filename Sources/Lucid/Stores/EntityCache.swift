@@ -35,6 +35,12 @@ final class EntityCache<E: LocalEntity>: Sendable {
         table.probe(raw, hash: hash, at: snapshot)
     }
 
+    /// ``probe(_:hash:at:)`` of every key of `keys` together (``EntityCacheTable/probe(_:at:into:)``).
+    func probe(_ keys: borrowing StagedKeys, at snapshot: UInt64,
+               into probes: UnsafeMutableBufferPointer<EntityCacheTable.Probe>) {
+        table.probe(keys, at: snapshot, into: probes)
+    }
+
     /// Whether a batch of `count` misses may be admitted at once (``EntityCacheTable/admitsAtOnce(_:)``).
     func admitsAtOnce(_ count: Int) -> Bool { table.admitsAtOnce(count) }
 

@@ -1,3 +1,5 @@
+import CLucidSupport
+
 /// ``EntityCacheTable``'s slots by key hash: open addressing with linear probing, buckets holding a slot number
 /// and the key's full 64-bit hash (compared before the key bytes) side by side (one cache line read per bucket
 /// probed, not one in an array of slots and another in an array of hashes), at most half full. Removal shifts the
@@ -28,6 +30,27 @@ struct EntityCacheIndex {
             let bucket = buckets[i]
             if bucket.slot < 0 { return nil }
             if bucket.hash == hash && matches(Int(bucket.slot)) { return Int(bucket.slot) }
+            i = (i + 1) & mask
+        }
+    }
+
+    /// Asks the processor to start loading the bucket where a search for `hash` starts (a hint, for a probe of
+    /// many keys: each key's bucket is asked for before any is read). - Complexity: O(1).
+    @inline(__always)
+    func prefetch(_ hash: UInt64) {
+        buckets.withUnsafeBufferPointer { lucid_prefetch($0.baseAddress! + (Int(truncatingIfNeeded: hash) & mask)) }
+    }
+
+    /// The slot of the first bucket holding `hash` in the search's order, or nil when none does before an empty
+    /// one: the slot ``find(_:where:)`` returns unless another key has the same 64-bit hash. - Complexity: O(1)
+    /// expected.
+    @inline(__always)
+    func firstSlot(_ hash: UInt64) -> Int? {
+        var i = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let bucket = buckets[i]
+            if bucket.slot < 0 { return nil }
+            if bucket.hash == hash { return Int(bucket.slot) }
             i = (i + 1) & mask
         }
     }

@@ -1,3 +1,4 @@
+import CLucidSupport
 import Synchronization
 import LucidEngine
 
@@ -124,7 +125,14 @@ final class EntityCacheTable: Sendable {
     @inline(__always)
     private static func probe(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64,
                               at snapshot: UInt64, in s: inout Storage, capacity: Int) -> Probe {
-        guard let i = find(raw, head: head, hash: hash, in: s) else {
+        probe(slot: find(raw, head: head, hash: hash, in: s), hash: hash, at: snapshot, in: &s, capacity: capacity)
+    }
+
+    /// The probe of the key whose hash is `hash` and whose entry is in slot `slot` (nil: no entry), the lock held.
+    @inline(__always)
+    private static func probe(slot: Int?, hash: UInt64, at snapshot: UInt64, in s: inout Storage,
+                              capacity: Int) -> Probe {
+        guard let i = slot else {
             s.misses += 1
             return Probe(admit: admits(hash, &s, capacity: capacity))
         }
@@ -135,6 +143,62 @@ final class EntityCacheTable: Sendable {
         }
         // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
         return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
+    }
+
+    /// ``probe(_:hash:at:)`` of every key of `keys`, under one hold of the lock, the result for key `i` in
+    /// `probes[i]` (`probes` holds `keys.count` uninitialized probes on entry, initialized on return). The probes
+    /// proceed in steps over all the keys (their buckets asked for, then their slots, then their boxes, before
+    /// any is read), so that their waits for memory overlap instead of following each other, and the lock is
+    /// taken once, not once per key (each atomic operation of a lock also waits for every load before it).
+    /// - Complexity: O(keys) expected.
+    func probe(_ keys: borrowing StagedKeys, at snapshot: UInt64, into probes: UnsafeMutableBufferPointer<Probe>) {
+        let n = keys.count
+        precondition(probes.count >= n, "entity cache: fewer probes than staged keys")
+        guard capacityBytes > 0 else {
+            for i in 0..<n { (probes.baseAddress! + i).initialize(to: Probe()) }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: n) { found in
+            storage.withLock { s in
+                for i in 0..<n { s.index.prefetch(keys[i].hash) }
+                s.slots.withUnsafeBufferPointer { slots in
+                    for i in 0..<n {
+                        found[i] = s.index.firstSlot(keys[i].hash) ?? -1
+                        if found[i] >= 0 { Self.prefetch(slots.baseAddress! + found[i]) }
+                    }
+                }
+                // Each candidate confirmed by its key (another key with the same hash: the full search), and its
+                // box asked for before any box is retained.
+                for i in 0..<n where found[i] >= 0 {
+                    let entry = keys[i]
+                    if entry.head.isWhole {
+                        if s.slots[found[i]].head != entry.head {
+                            found[i] = s.index.find(entry.hash) { s.slots[$0].head == entry.head } ?? -1
+                        }
+                    } else {
+                        found[i] = keys.withLongKey(i) { raw in
+                            Self.find(raw, head: entry.head, hash: entry.hash, in: s) ?? -1
+                        }
+                    }
+                    if found[i] >= 0, let box = s.slots[found[i]].box {
+                        lucid_prefetch(UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(box))))
+                    }
+                }
+                for i in 0..<n {
+                    (probes.baseAddress! + i).initialize(to: Self.probe(slot: found[i] >= 0 ? found[i] : nil,
+                                                                        hash: keys[i].hash, at: snapshot, in: &s,
+                                                                        capacity: capacityBytes))
+                }
+            }
+        }
+    }
+
+    /// Asks for the lines of a slot that a probe reads (its first 80 bytes, wherever they start). O(1).
+    @inline(__always)
+    private static func prefetch(_ slot: UnsafePointer<Slot>) {
+        let raw = UnsafeRawPointer(slot)
+        lucid_prefetch(raw)
+        lucid_prefetch(raw + 72)
     }
 
     /// Whether `count` entries of the average cost take at most an eighth of the bound: a batch that small may
