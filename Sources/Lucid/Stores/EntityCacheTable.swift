@@ -1,4 +1,3 @@
-import CLucidSupport
 import Synchronization
 import LucidEngine
 
@@ -32,7 +31,7 @@ final class EntityCacheTable: Sendable {
 
     /// The fields a probe reads come first (the key's head, the reference bit, the sequences and the box: 64
     /// bytes), the key and cost after them.
-    private struct Slot {
+    struct Slot {
         /// The key's length and first bytes: a probe of a key of up to 16 bytes compares these alone.
         var head: EntityCacheKeyHead
         var referenced: Bool
@@ -63,7 +62,7 @@ final class EntityCacheTable: Sendable {
         }
     }
 
-    private struct Storage: Sendable {
+    struct Storage: Sendable {
         var index = EntityCacheIndex()
         var slots: [Slot] = []
         /// Slots whose entries were evicted, for the next entries.
@@ -88,7 +87,9 @@ final class EntityCacheTable: Sendable {
     }
 
     let capacityBytes: Int
-    private let storage = Mutex(Storage())
+    /// The table, under its lock. `Slot`, `Storage` and `storage` are internal, not private, for the batched probe
+    /// (`EntityCacheTable+Batch.swift`) alone: nothing else in the module touches them.
+    let storage = Mutex(Storage())
 
     init(capacityBytes: Int) {
         self.capacityBytes = max(0, capacityBytes)
@@ -130,7 +131,7 @@ final class EntityCacheTable: Sendable {
 
     /// The probe of the key whose hash is `hash` and whose entry is in slot `slot` (nil: no entry), the lock held.
     @inline(__always)
-    private static func probe(slot: Int?, hash: UInt64, at snapshot: UInt64, in s: inout Storage,
+    static func probe(slot: Int?, hash: UInt64, at snapshot: UInt64, in s: inout Storage,
                               capacity: Int) -> Probe {
         guard let i = slot else {
             s.misses += 1
@@ -143,62 +144,6 @@ final class EntityCacheTable: Sendable {
         }
         // An entry of another record is replaced by the one decoded: admitted (it takes no more room).
         return Probe(box: s.slots[i].box, sequence: s.slots[i].sequence, current: current, admit: true)
-    }
-
-    /// ``probe(_:hash:at:)`` of every key of `keys`, under one hold of the lock, the result for key `i` in
-    /// `probes[i]` (`probes` holds `keys.count` uninitialized probes on entry, initialized on return). The probes
-    /// proceed in steps over all the keys (their buckets asked for, then their slots, then their boxes, before
-    /// any is read), so that their waits for memory overlap instead of following each other, and the lock is
-    /// taken once, not once per key (each atomic operation of a lock also waits for every load before it).
-    /// - Complexity: O(keys) expected.
-    func probe(_ keys: borrowing StagedKeys, at snapshot: UInt64, into probes: UnsafeMutableBufferPointer<Probe>) {
-        let n = keys.count
-        precondition(probes.count >= n, "entity cache: fewer probes than staged keys")
-        guard capacityBytes > 0 else {
-            for i in 0..<n { (probes.baseAddress! + i).initialize(to: Probe()) }
-            return
-        }
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: n) { found in
-            storage.withLock { s in
-                for i in 0..<n { s.index.prefetch(keys[i].hash) }
-                s.slots.withUnsafeBufferPointer { slots in
-                    for i in 0..<n {
-                        found[i] = s.index.firstSlot(keys[i].hash) ?? -1
-                        if found[i] >= 0 { Self.prefetch(slots.baseAddress! + found[i]) }
-                    }
-                }
-                // Each candidate confirmed by its key (another key with the same hash: the full search), and its
-                // box asked for before any box is retained.
-                for i in 0..<n where found[i] >= 0 {
-                    let entry = keys[i]
-                    if entry.head.isWhole {
-                        if s.slots[found[i]].head != entry.head {
-                            found[i] = s.index.find(entry.hash) { s.slots[$0].head == entry.head } ?? -1
-                        }
-                    } else {
-                        found[i] = keys.withLongKey(i) { raw in
-                            Self.find(raw, head: entry.head, hash: entry.hash, in: s) ?? -1
-                        }
-                    }
-                    if found[i] >= 0, let box = s.slots[found[i]].box {
-                        lucid_prefetch(UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(box))))
-                    }
-                }
-                for i in 0..<n {
-                    (probes.baseAddress! + i).initialize(to: Self.probe(slot: found[i] >= 0 ? found[i] : nil,
-                                                                        hash: keys[i].hash, at: snapshot, in: &s,
-                                                                        capacity: capacityBytes))
-                }
-            }
-        }
-    }
-
-    /// Asks for the lines of a slot that a probe reads (its first 80 bytes, wherever they start). O(1).
-    @inline(__always)
-    private static func prefetch(_ slot: UnsafePointer<Slot>) {
-        let raw = UnsafeRawPointer(slot)
-        lucid_prefetch(raw)
-        lucid_prefetch(raw + 72)
     }
 
     /// Whether `count` entries of the average cost take at most an eighth of the bound: a batch that small may
@@ -234,7 +179,7 @@ final class EntityCacheTable: Sendable {
     /// The slot holding the key `raw`, whose head is `head` and hash `hash`, or nil. A key of up to 16 bytes is
     /// compared by its head alone, in the slot; a longer one also byte by byte, in its array.
     @inline(__always)
-    private static func find(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64,
+    static func find(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64,
                              in s: borrowing Storage) -> Int? {
         s.index.find(hash) { slot in
             s.slots[slot].head == head && (head.isWhole || equal(s.slots[slot].key.bytes, raw))
@@ -243,7 +188,7 @@ final class EntityCacheTable: Sendable {
 
     /// Whether `key` holds the bytes `raw`. O(key length).
     @inline(__always)
-    private static func equal(_ key: [UInt8], _ raw: UnsafeRawBufferPointer) -> Bool {
+    static func equal(_ key: [UInt8], _ raw: UnsafeRawBufferPointer) -> Bool {
         key.withUnsafeBytes { k in
             k.count == raw.count && (k.isEmpty || bytesEqual(k.baseAddress!, raw.baseAddress!, count: k.count))
         }
