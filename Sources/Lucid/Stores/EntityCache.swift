@@ -10,7 +10,7 @@ import Synchronization
 /// overhead), with CLOCK eviction; once full, a record is admitted on its second miss within a while (see
 /// ``EntityCacheTable``), so that reads spread over far more records than fit do not churn it, or on its first
 /// when a small query reads it (``DiskStore/firstMissRecordLimit``). One lock; a lookup holds it for one hash
-/// probe.
+/// probe, a query's walk for the probes of up to ``FetchBatch/stagedLimit`` keys (``EntityCacheTable/probe(_:at:into:)``).
 ///
 /// The table is not generic: the library's generic code is not specialized for the app's entity types, and
 /// each use of a generic type there looks its metadata up at run time. Only boxing and unboxing are generic.
