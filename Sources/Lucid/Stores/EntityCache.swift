@@ -10,7 +10,8 @@ import Synchronization
 /// overhead), with CLOCK eviction; once full, a record is admitted on its second miss within a while (see
 /// ``EntityCacheTable``), so that reads spread over far more records than fit do not churn it, or on its first
 /// when a small query reads it (``DiskStore/firstMissRecordLimit``). One lock; a lookup holds it for one hash
-/// probe, a query's walk for the probes of up to ``FetchBatch/stagedLimit`` keys (``EntityCacheTable/probe(_:at:into:)``).
+/// probe, a query's walk for the probes of up to ``FetchBatch/stagedLimit`` keys
+/// (``EntityCacheTable/probe(_:at:into:)``).
 ///
 /// The table is not generic: the library's generic code is not specialized for the app's entity types, and
 /// each use of a generic type there looks its metadata up at run time. Only boxing and unboxing are generic.
@@ -149,6 +150,21 @@ struct EntityCacheKeyHead: Equatable {
 
     /// Whether the head decides equality alone: keys of at most 16 bytes are whole in it.
     var isWhole: Bool { count <= 16 }
+}
+
+extension EntityCacheKeyHead {
+    /// The key a whole head holds (``isWhole``): its `count` bytes, the first 8 from `first`, the rest from
+    /// `second`, as ``init(_:)`` placed them. - Complexity: O(count).
+    var bytes: [UInt8] {
+        precondition(isWhole, "the bytes of a key longer than its head")
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            for j in 0 ..< count {
+                let word = j < 8 ? first : second
+                buffer[j] = UInt8(truncatingIfNeeded: word >> UInt64(8 * (j & 7)))
+            }
+            initialized = count
+        }
+    }
 }
 
 /// One decoded entity, shared by the cache and the readers it hands copies to.

@@ -45,15 +45,7 @@ struct EntityCacheIndex {
     /// one: the slot ``find(_:where:)`` returns unless another key has the same 64-bit hash. - Complexity: O(1)
     /// expected.
     @inline(__always)
-    func firstSlot(_ hash: UInt64) -> Int? {
-        var i = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let bucket = buckets[i]
-            if bucket.slot < 0 { return nil }
-            if bucket.hash == hash { return Int(bucket.slot) }
-            i = (i + 1) & mask
-        }
-    }
+    func firstSlot(_ hash: UInt64) -> Int? { find(hash) { _ in true } }
 
     /// Indexes `slot` under `hash` (the key must not be indexed yet). - Complexity: O(1) amortized.
     mutating func insert(_ hash: UInt64, slot: Int) {

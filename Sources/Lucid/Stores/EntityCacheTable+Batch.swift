@@ -52,8 +52,7 @@ extension EntityCacheTable {
 
     /// Asks for every line a slot lies on (a probe reads its first 64 bytes, and a hit its admission stamp at the
     /// end; 96 bytes in all): the first byte's, the 65th's and the last's cover a slot of at most 128 bytes
-    /// wherever it starts.
-    /// O(1).
+    /// wherever it starts. O(1).
     @inline(__always)
     private static func prefetch(_ slot: UnsafePointer<Slot>) {
         let raw = UnsafeRawPointer(slot)

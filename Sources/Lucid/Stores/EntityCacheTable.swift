@@ -131,8 +131,7 @@ final class EntityCacheTable: Sendable {
 
     /// The probe of the key whose hash is `hash` and whose entry is in slot `slot` (nil: no entry), the lock held.
     @inline(__always)
-    static func probe(slot: Int?, hash: UInt64, at snapshot: UInt64, in s: inout Storage,
-                              capacity: Int) -> Probe {
+    static func probe(slot: Int?, hash: UInt64, at snapshot: UInt64, in s: inout Storage, capacity: Int) -> Probe {
         guard let i = slot else {
             s.misses += 1
             return Probe(admit: admits(hash, &s, capacity: capacity))
@@ -180,7 +179,7 @@ final class EntityCacheTable: Sendable {
     /// compared by its head alone, in the slot; a longer one also byte by byte, in its array.
     @inline(__always)
     static func find(_ raw: UnsafeRawBufferPointer, head: EntityCacheKeyHead, hash: UInt64,
-                             in s: borrowing Storage) -> Int? {
+                     in s: borrowing Storage) -> Int? {
         s.index.find(hash) { slot in
             s.slots[slot].head == head && (head.isWhole || equal(s.slots[slot].key.bytes, raw))
         }

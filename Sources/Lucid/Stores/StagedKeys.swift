@@ -45,34 +45,19 @@ struct StagedKeys {
     @inline(__always)
     func withLongKey<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let entry = entries[i]
-        return long.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[entry.start ..< entry.start + entry.head.count])) }
+        let end = entry.start + entry.head.count
+        return long.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[entry.start ..< end])) }
     }
 
     /// A copy of key `i`. - Complexity: O(key length).
     func key(_ i: Int) -> [UInt8] {
         let head = entries[i].head
-        guard head.isWhole else { return withLongKey(i) { Array($0) } }
-        return head.bytes
+        return head.isWhole ? head.bytes : withLongKey(i) { Array($0) }
     }
 
     /// Forgets every key, keeping the room.
     mutating func removeAll() {
         entries.removeAll(keepingCapacity: true)
         long.removeAll(keepingCapacity: true)
-    }
-}
-
-extension EntityCacheKeyHead {
-    /// The key a whole head holds (``isWhole``): its `count` bytes, the first 8 from `first`, the rest from
-    /// `second`, as ``init(_:)`` placed them. - Complexity: O(count).
-    var bytes: [UInt8] {
-        precondition(isWhole, "the bytes of a key longer than its head")
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            for j in 0 ..< count {
-                let word = j < 8 ? first : second
-                buffer[j] = UInt8(truncatingIfNeeded: word >> UInt64(8 * (j & 7)))
-            }
-            initialized = count
-        }
     }
 }
