@@ -70,6 +70,11 @@ public protocol LocalEntity: Entity, Codable {
     /// `identifier.storageKey` and `identifier.localValue`, for the memory store's index. An implementation detail
     /// like ``_storageKey(of:)``, for the same reason: do not implement it. O(key length), one allocation.
     static func _identifierHalves(of identifier: Identifier) -> (storageKey: [UInt8], localValue: String?)
+    /// `entity` in the box the memory store and the disk store's entity cache keep it in. An implementation
+    /// detail like ``_storageKey(of:)``, for the same reason (the box type's metadata, looked up at run time in
+    /// the library's generic code, about 330 instructions, is cached in code specialized for the entity type): do
+    /// not implement it. O(1), one allocation.
+    static func _box(_ entity: Self) -> any AnyObject & Sendable
 }
 
 extension LocalEntity {
@@ -79,6 +84,8 @@ extension LocalEntity {
     public static func _identifierHalves(of identifier: Identifier) -> (storageKey: [UInt8], localValue: String?) {
         (identifier.storageKey, identifier.localValue)
     }
+    @inlinable
+    public static func _box(_ entity: Self) -> any AnyObject & Sendable { EntityBox(entity) }
     public func merging(_ updated: Self) -> Self { updated }
     public func shouldOverwrite(with updated: Self) -> Bool { updated != self }
 }

@@ -95,6 +95,14 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
             index(merged, at: slot)
             return old.value
         }
+        insertNew(value, forKey: key)
+        return nil
+    }
+
+    /// ``updateValue(_:forKey:)`` of a `key` that no entry holds (``subscript(_:)`` answers nil for it), without
+    /// looking it up first. O(1) on average.
+    mutating func insertNew(_ value: Value, forKey key: Key) {
+        assert(slot(for: key) == nil, "insertNew of a key already held")
         let slot: Int
         if let free = freeSlots.popLast() {
             slot = free
@@ -105,7 +113,6 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
         }
         index(key, at: slot)
         count += 1
-        return nil
     }
 
     /// Removes the entry for `key` (found by either half) and returns its value.
@@ -136,8 +143,13 @@ public struct DualHashDictionary<Key: DualHashable, Value>: Sequence {
     @discardableResult
     private mutating func removeSlot(_ slot: Int) -> Value? {
         guard let entry = slots[slot] else { return nil }
-        if let local = entry.key.localKey, byLocal[local] == slot { byLocal[local] = nil }
-        if let remote = entry.key.remoteKey, byRemote[remote] == slot { byRemote[remote] = nil }
+        // One lookup per half: the index of its entry, removed there.
+        if let local = entry.key.localKey, let i = byLocal.index(forKey: local), byLocal[i].value == slot {
+            byLocal.remove(at: i)
+        }
+        if let remote = entry.key.remoteKey, let i = byRemote.index(forKey: remote), byRemote[i].value == slot {
+            byRemote.remove(at: i)
+        }
         slots[slot] = nil
         freeSlots.append(slot)
         count -= 1

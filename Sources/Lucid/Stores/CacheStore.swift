@@ -39,11 +39,16 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// Synchronous ``get(byID:)``.
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        if let hit = memory.getNow(identifier) { return hit }
+        // The memory's box and the disk's callback, not `E?` locals: in this generic code each `Optional<E>`
+        // looks its metadata up at run time (about 330 instructions).
+        if let box = memory.box(for: identifier) { return EntityBox<E>.unbox(box) }
         let before = generation.withLock { $0.running == 0 ? $0.started : nil }
-        guard let found = try disk.getNow(identifier) else { return nil }
-        cache([found], ifUnchangedSince: before)
-        return found
+        return try disk.getNow(identifier) { found in
+            guard let before else { return }
+            generation.withLock { g in
+                if g.started == before && g.running == 0 { memory.storeNow(found) }
+            }
+        }
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -68,7 +73,7 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
     private func cache(_ entities: [E], ifUnchangedSince before: UInt64?) {
         guard let before else { return }
         generation.withLock { g in
-            if g.started == before && g.running == 0 { memory.setNow(entities) }
+            if g.started == before && g.running == 0 { memory.storeNow(entities) }
         }
     }
 
@@ -115,7 +120,7 @@ public final class CacheStore<E: LocalEntity>: SynchronousSearchStore {
             do throws(StoreError) {
                 write = try disk.beginSetNow(changed) { [memory, self] published, stored in
                     if published {
-                        memory.setNow(stored)
+                        memory.storeNow(stored)
                         if partial {
                             let current = entities.map { memory.getNow($0.identifier) ?? $0 }
                             answer.value.withLock { $0 = current }

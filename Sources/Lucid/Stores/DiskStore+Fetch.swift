@@ -14,6 +14,15 @@ extension DiskStore {
         return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
     }
 
+    /// ``fetch(_:in:)``, handing the entity to `found` too (the rare path of ``getNow(_:found:)``: its own `E?`,
+    /// apart, so that its metadata lookup stays on this path).
+    @inline(never)
+    func fetch(_ key: [UInt8], in snapshot: Snapshot, found: (E) -> Void) throws(StoreError) -> E? {
+        guard let entity = try fetch(key, in: snapshot) else { return nil }
+        found(entity)
+        return entity
+    }
+
     /// The entities under `keys` in `snapshot`, in order (keys without a record are skipped), as ``fetch(_:in:)``
     /// reads them, except that the keys the cache does not know to be current are looked up together and their
     /// records read together (``LucidEngine/Snapshot/handles(forKeys:in:)``, ``LucidEngine/Snapshot/values(of:)``):
@@ -202,7 +211,7 @@ extension DiskStore {
 
     /// The entity in a box of the cache.
     @inline(__always)
-    static func unbox(_ box: any AnyObject & Sendable) -> E { unsafeDowncast(box, to: EntityBox<E>.self).entity }
+    static func unbox(_ box: any AnyObject & Sendable) -> E { EntityBox<E>.unbox(box) }
 
     /// The entity in a box of the cache, taken without reading the engine: unless the engine was closed since
     /// the read's snapshot was taken (a read then fails as the engine read would).

@@ -85,17 +85,43 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// (No `E?` passes between functions on the usual paths: in generic code each one looks `Optional<E>`'s
     /// metadata up at run time, about 300 instructions.)
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        let snapshot = try openSnapshot()
-        let key = E._storageKey(of: identifier)
-        let cacheKey = EntityCacheKey(key)
-        let probe = cache.probe(cacheKey, at: snapshot.sequence)
+        let (snapshot, key, cacheKey, probe) = try startGet(identifier)
         if probe.current, let box = probe.box { return try cached(box) }
         if let handle = try recordHandle(key, in: snapshot) {
             return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
         }
-        guard identifier.localValue != nil, let found = locateKey(identifier, storageKey: key, in: snapshot),
-              found != key else { return nil }
-        return try fetch(found, in: snapshot)
+        guard identifier.localValue != nil, let other = locateKey(identifier, storageKey: key, in: snapshot),
+              other != key else { return nil }
+        return try fetch(other, in: snapshot)
+    }
+
+    /// ``getNow(_:)``, handing the entity it found to `found` before returning it: a caller that keeps it (a cache
+    /// store's memory) needs no `E?` of its own. (Apart from ``getNow(_:)``, whose returns need no copy of the
+    /// entity.)
+    func getNow(_ identifier: E.Identifier, found: (E) -> Void) throws(StoreError) -> E? {
+        let (snapshot, key, cacheKey, probe) = try startGet(identifier)
+        let entity: E
+        if probe.current, let box = probe.box {
+            entity = try cached(box)
+        } else if let handle = try recordHandle(key, in: snapshot) {
+            entity = try self.entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
+        } else {
+            guard identifier.localValue != nil, let other = locateKey(identifier, storageKey: key, in: snapshot),
+                  other != key else { return nil }
+            return try fetch(other, in: snapshot, found: found)
+        }
+        found(entity)
+        return entity
+    }
+
+    /// A get's snapshot, the identifier's storage key (raw and hashed) and the cache's entry for it.
+    @inline(__always)
+    private func startGet(_ identifier: E.Identifier) throws(StoreError)
+        -> (Snapshot, [UInt8], EntityCacheKey, EntityCacheTable.Probe) {
+        let snapshot = try openSnapshot()
+        let key = E._storageKey(of: identifier)
+        let cacheKey = EntityCacheKey(key)
+        return (snapshot, key, cacheKey, cache.probe(cacheKey, at: snapshot.sequence))
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {

@@ -17,12 +17,9 @@ import Synchronization
 /// each use of a generic type there looks its metadata up at run time. Only boxing and unboxing are generic.
 final class EntityCache<E: LocalEntity>: Sendable {
     private let table: EntityCacheTable
-    /// The box type, kept so that making a box does not look its generic metadata up on every insert.
-    private let boxType: EntityBox<E>.Type
 
     init(capacityBytes: Int) {
         table = EntityCacheTable(capacityBytes: capacityBytes)
-        boxType = EntityBox<E>.self
     }
 
     /// The entry for `key` as seen from a snapshot at sequence `snapshot` (see ``EntityCacheTable/probe(_:at:)``;
@@ -66,21 +63,17 @@ final class EntityCache<E: LocalEntity>: Sendable {
     }
 
     /// `entity` in a box of the cache's kind (an `EntityBox<E>`), made without a metadata lookup. O(1).
-    func box(_ entity: E) -> any AnyObject & Sendable { boxType.init(entity) }
+    func box(_ entity: E) -> any AnyObject & Sendable { E._box(entity) }
 
     /// Entries, bytes counted, hits and misses since the cache was made.
     var statistics: (entries: Int, bytes: Int, hits: Int, misses: Int) { table.statistics }
 }
 
-/// A record key with its hash computed once: a read hashes its key once for the lookup and, on a miss, for the
-/// insert (`[UInt8]`'s own hashing feeds the hasher byte by byte). The hash is seeded per process and ends
-/// with a full avalanche, so every key byte moves the low bits the index buckets by (keys that differ only in
-/// their last bytes spread like any others).
+/// A record key with its hash (``ByteHash``) computed once: a read hashes its key once for the lookup and, on a
+/// miss, for the insert.
 struct EntityCacheKey: Hashable, Sendable {
     let bytes: [UInt8]
     let hash: UInt64
-
-    private static let seed = UInt64.random(in: .min ... .max)
 
     init(_ bytes: [UInt8]) {
         self.init(bytes, hash: bytes.withUnsafeBytes(Self.hash))
@@ -93,29 +86,7 @@ struct EntityCacheKey: Hashable, Sendable {
     }
 
     /// The hash of the key `raw`, as ``hash`` holds it: a lookup by raw bytes needs no key array. O(key length).
-    static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 {
-        var h = seed ^ UInt64(raw.count)
-        var i = 0
-        while i + 8 <= raw.count {
-            h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
-            h ^= h >> 31
-            i += 8
-        }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < raw.count {
-            tail |= UInt64(raw[i]) << shift
-            shift += 8
-            i += 1
-        }
-        h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
-        h ^= h >> 29
-        // Final avalanche (the tail's high bytes only reached the high bits so far).
-        h ^= h >> 32
-        h &*= 0xD6E8_FEB8_6659_FD93
-        h ^= h >> 32
-        return h
-    }
+    static func hash(_ raw: UnsafeRawBufferPointer) -> UInt64 { ByteHash.hash(raw) }
 
     static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
@@ -167,8 +138,15 @@ extension EntityCacheKeyHead {
     }
 }
 
-/// One decoded entity, shared by the cache and the readers it hands copies to.
+/// One decoded entity, shared by the cache and the readers it hands copies to. Made by ``LocalEntity/_box(_:)``
+/// (inlinable, hence `@usableFromInline`).
+@usableFromInline
 final class EntityBox<E: Sendable>: Sendable {
     let entity: E
-    required init(_ entity: E) { self.entity = entity }
+    @usableFromInline
+    init(_ entity: E) { self.entity = entity }
+
+    /// The entity in `box`, which must be an `EntityBox<E>` (unchecked). O(1): a copy of the entity.
+    @inline(__always)
+    static func unbox(_ box: any AnyObject & Sendable) -> E { unsafeDowncast(box, to: EntityBox<E>.self).entity }
 }

@@ -6,103 +6,9 @@ import Synchronization
 ///
 /// Any filter is evaluated in memory. - Complexity: get, set and remove O(1) per entity on average; search O(n log n).
 public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
-    private struct State {
-        /// Slots by identifier, keyed by the identifiers' halves as bytes (``IdentifierHalves``: not generic, so
-        /// lookups make no run-time metadata lookups in this generic code).
-        var index = DualHashDictionary<IdentifierHalves, Int>()
-        /// Entities by slot (nil: a free slot). The recency list's links live apart, in `prev` and `next`, so
-        /// that moving a slot to the front touches two `Int` arrays, never a (generic) entity.
-        var entities: [E?] = []
-        /// The halves of the identifier of each held slot's entity (what `index` files the slot under).
-        var keys: [IdentifierHalves?] = []
-        var prev: [Int] = []
-        var next: [Int] = []
-        var free: [Int] = []
-        /// Most recently used slot (-1: none) and least recently used.
-        var head = -1
-        var tail = -1
-
-        mutating func unlink(_ i: Int) {
-            guard keys[i] != nil else { return }
-            let p = prev[i], n = next[i]
-            if p >= 0 { next[p] = n } else { head = n }
-            if n >= 0 { prev[n] = p } else { tail = p }
-        }
-
-        mutating func pushFront(_ i: Int) {
-            prev[i] = -1
-            next[i] = head
-            if head >= 0 { prev[head] = i }
-            head = i
-            if tail < 0 { tail = i }
-        }
-
-        mutating func touch(_ i: Int) {
-            guard head != i else { return }
-            unlink(i)
-            pushFront(i)
-        }
-
-        /// Empties slot `i` (which must be held and already out of `index`).
-        mutating func release(_ i: Int) {
-            unlink(i)
-            entities[i] = nil
-            keys[i] = nil
-            free.append(i)
-        }
-
-        /// Stores `entity`, whose identifier's halves are `halves`, merged over the entity it replaces, if any;
-        /// returns what it stored.
-        mutating func insert(_ entity: E, halves: IdentifierHalves) -> E {
-            let (match, second) = index.valuePair(matching: halves)
-            // The same thing stored once under each half: the write folds both into the remote one.
-            if let j = second, let other = keys[j] {
-                index.removeValue(forKey: other)
-                release(j)
-            }
-            if let i = match, let storedHalves = keys[i], let stored = entities[i] {
-                let merged = EntityMerging.merge(stored: stored, written: entity)
-                entities[i] = merged
-                // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
-                // LocalEntity written with fewer halves is no longer found by the half it dropped.
-                let mergedHalves = IdentifierHalves(merged.identifier, of: E.self)
-                index.removeValues(matching: storedHalves)
-                index[mergedHalves] = i
-                keys[i] = mergedHalves
-                touch(i)
-                return merged
-            }
-            let i: Int
-            if let f = free.popLast() {
-                i = f
-                entities[i] = entity
-                keys[i] = halves
-            } else {
-                i = entities.count
-                entities.append(entity)
-                keys.append(halves)
-                prev.append(-1)
-                next.append(-1)
-            }
-            index[halves] = i
-            pushFront(i)
-            return entity
-        }
-
-        /// Removes every entity equal to the identifier of `halves` (two when it was stored once by each half
-        /// alone).
-        mutating func remove(_ halves: IdentifierHalves) {
-            let (first, second) = index.removeValuePair(matching: halves)
-            if let first { release(first) }
-            if let second { release(second) }
-        }
-
-        mutating func evict(downTo limit: Int) {
-            while index.count > limit, tail >= 0, let halves = keys[tail] { remove(halves) }
-        }
-    }
-
-    private let state = Mutex(State())
+    /// The entities, boxed, and their recency list: not generic (see ``InMemoryTable``), so that the store's
+    /// generic code makes no run-time metadata lookups beyond boxing.
+    private let table = Mutex(InMemoryTable())
     /// The most entities kept (nil: unbounded).
     public let limit: Int?
     public var level: StoreLevel { .memory }
@@ -113,7 +19,7 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
     }
 
     /// Number of entities held.
-    public var count: Int { state.withLock { $0.index.count } }
+    public var count: Int { table.withLock { $0.count } }
 
     public func get(byID identifier: E.Identifier) async throws(StoreError) -> E? {
         getNow(identifier)
@@ -121,12 +27,16 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
 
     /// Synchronous ``get(byID:)``.
     public func getNow(_ identifier: E.Identifier) -> E? {
+        guard let box = box(for: identifier) else { return nil }
+        return EntityBox<E>.unbox(box)
+    }
+
+    /// The boxed entity for `identifier`, made the most recently used (nil when not held): what ``getNow(_:)``
+    /// unboxes, for a caller that would otherwise hold the entity in an `Optional` (a run-time metadata lookup in
+    /// generic code). - Complexity: O(1) expected.
+    func box(for identifier: E.Identifier) -> InMemoryTable.Box? {
         let halves = IdentifierHalves(identifier, of: E.self)
-        return state.withLock { s in
-            guard let i = s.index[halves] else { return nil }
-            s.touch(i)
-            return s.entities[i]
-        }
+        return table.withLock { $0.use(halves) }
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
@@ -140,54 +50,93 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         do { evaluator = try QueryEvaluator(query) } catch { throw .invalidQuery(error) }
         if let ids = query.identifiers, query.filter.map(Self.isPureIdentifierFilter) == true {
             // Id lookups: no scan.
-            let found = state.withLock { s in
-                ids.flatMap { id -> [E] in
-                    s.index.values(matching: IdentifierHalves(id, of: E.self)).compactMap { i in
-                        s.touch(i)
-                        return s.entities[i]
-                    }
-                }
-            }
-            return evaluator.result(fromMatching: Self.dedup(found))
+            var halves: [IdentifierHalves] = []
+            halves.reserveCapacity(ids.count)
+            for id in ids { halves.append(IdentifierHalves(id, of: E.self)) }
+            var boxes: [InMemoryTable.Box] = []
+            table.withLock { t in for key in halves { t.useAll(matching: key, into: &boxes) } }
+            return evaluator.result(fromMatching: Self.dedup(unboxed(boxes)))
         }
         let matches = evaluator.predicate()
-        let matching = state.withLock { s in
-            var out: [E] = []
-            for case let entity? in s.entities where matches(entity) { out.append(entity) }
-            return out
+        var matching: [E] = []
+        table.withLock { t in
+            t.forEach { box in
+                let entity = EntityBox<E>.unbox(box)
+                if matches(entity) { matching.append(entity) }
+            }
         }
         let result = evaluator.result(fromMatching: matching)
-        let halves = result.entities.map { IdentifierHalves($0.identifier, of: E.self) }
-        state.withLock { s in for key in halves { if let i = s.index[key] { s.touch(i) } } }
+        var halves: [IdentifierHalves] = []
+        halves.reserveCapacity(result.entities.count)
+        for entity in result.entities { halves.append(IdentifierHalves(entity.identifier, of: E.self)) }
+        table.withLock { t in for key in halves { if let i = t.index[key] { t.touch(i) } } }
         return result
     }
 
     public func set(_ entities: [E]) async throws(StoreError) -> [E] { setNow(entities) }
 
-    /// Synchronous ``set(_:)``.
+    /// Synchronous ``set(_:)``: each entity merged over the one it replaces (``LocalEntity/merging(_:)``, keeping
+    /// both identifier halves), then least recently used entities evicted past ``limit``. Returns what it stored.
     @discardableResult
     public func setNow(_ entities: [E]) -> [E] {
+        var stored: [E] = []
+        stored.reserveCapacity(entities.count)
+        store(entities) { stored.append($0) }
+        return stored
+    }
+
+    /// ``setNow(_:)`` without building its answer (a cache store keeping what the disk returned).
+    func storeNow(_ entities: [E]) { store(entities) { _ in } }
+
+    /// ``storeNow(_:)`` of one entity, without an array.
+    func storeNow(_ entity: E) {
+        let halves = IdentifierHalves(entity.identifier, of: E.self)
+        table.withLock { t in
+            _ = insert(entity, halves: halves, into: &t)
+            if let limit { t.evict(downTo: limit) }
+        }
+    }
+
+    /// Stores `entities` in order, handing each stored (merged) entity to `body` under the lock.
+    private func store(_ entities: [E], _ body: (E) -> Void) {
         // Keys are built outside the lock. Loops, not `map`, on this path (every write and every disk read a
         // cache store keeps): in this generic code `map` looks the metadata of its closure's types up at run time.
         var halves: [IdentifierHalves] = []
         halves.reserveCapacity(entities.count)
         // (`0 ..< count`: `indices` is a generic collection's, looked up at run time.)
         for i in 0 ..< entities.count { halves.append(IdentifierHalves(entities[i].identifier, of: E.self)) }
-        return state.withLock { s in
-            var stored: [E] = []
-            stored.reserveCapacity(entities.count)
-            for i in 0 ..< entities.count { stored.append(s.insert(entities[i], halves: halves[i])) }
-            if let limit { s.evict(downTo: limit) }
-            return stored
+        table.withLock { t in
+            for i in 0 ..< entities.count { body(insert(entities[i], halves: halves[i], into: &t)) }
+            if let limit { t.evict(downTo: limit) }
         }
+    }
+
+    /// Stores `entity`, whose identifier's halves are `halves`, merged over the entity it replaces, if any;
+    /// returns what it stored.
+    private func insert(_ entity: E, halves: IdentifierHalves, into t: inout InMemoryTable) -> E {
+        let (match, second) = t.slots(matching: halves)
+        // The same thing stored once under each half: the write folds both into the remote one.
+        if let j = second { t.drop(j) }
+        if let i = match, let held = t.entry(at: i) {
+            let stored = EntityBox<E>.unbox(held.box)
+            let merged = EntityMerging.absorbIdentifier(of: stored, into: stored.merging(entity))
+            // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
+            // LocalEntity written with fewer halves is no longer found by the half it dropped.
+            t.replace(i, with: E._box(merged), filedUnder: IdentifierHalves(merged.identifier, of: E.self))
+            return merged
+        }
+        t.add(E._box(entity), filedUnder: halves)
+        return entity
     }
 
     public func remove(_ identifiers: [E.Identifier]) async throws(StoreError) { removeNow(identifiers) }
 
     /// Synchronous ``remove(_:)``.
     public func removeNow(_ identifiers: [E.Identifier]) {
-        let halves = identifiers.map { IdentifierHalves($0, of: E.self) }
-        state.withLock { s in for key in halves { s.remove(key) } }
+        var halves: [IdentifierHalves] = []
+        halves.reserveCapacity(identifiers.count)
+        for id in identifiers { halves.append(IdentifierHalves(id, of: E.self)) }
+        table.withLock { t in for key in halves { t.remove(key) } }
     }
 
     public func removeAll(_ query: Query<E>) async throws(StoreError) -> [E.Identifier] {
@@ -197,7 +146,22 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
     }
 
     /// Removes every entity.
-    public func clear() { state.withLock { $0 = State() } }
+    public func clear() { table.withLock { $0 = InMemoryTable() } }
+
+    /// Checks the store's bookkeeping (``InMemoryTable/checkInvariants()``): for tests. O(n); traps when broken.
+    func checkInvariants() { table.withLock { $0.checkInvariants() } }
+
+    /// Identifiers held, most recently used first: for tests. O(n).
+    var identifiersByRecency: [E.Identifier] {
+        table.withLock { t in t.byRecency.map { EntityBox<E>.unbox($0).identifier } }
+    }
+
+    private func unboxed(_ boxes: [InMemoryTable.Box]) -> [E] {
+        var entities: [E] = []
+        entities.reserveCapacity(boxes.count)
+        for box in boxes { entities.append(EntityBox<E>.unbox(box)) }
+        return entities
+    }
 
     static func isPureIdentifierFilter(_ filter: Query<E>.Filter) -> Bool { filter.identifiersOnly != nil }
 
