@@ -231,16 +231,33 @@ extension DiskStore {
     /// (and cached, when admitted).
     func entity(at handle: RecordHandle, key: [UInt8], cacheKey: EntityCacheKey, probe: EntityCacheTable.Probe,
                 in snapshot: Snapshot) throws(StoreError) -> E {
+        try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, sequence: snapshot.sequence) {
+            try snapshot.value(of: handle)
+        }
+    }
+
+    /// ``entity(at:key:cacheKey:probe:in:)`` of the record a ``LucidEngine/RecordLookup`` found.
+    func entity(at handle: RecordHandle, key: [UInt8], cacheKey: EntityCacheKey, probe: EntityCacheTable.Probe,
+                in lookup: RecordLookup) throws(StoreError) -> E {
+        try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, sequence: lookup.sequence) {
+            try engine.value(of: lookup) ?? []
+        }
+    }
+
+    /// The entity of the record `handle` names, found in a state at `sequence`; `read` reads its value.
+    @inline(__always)
+    private func entity(at handle: RecordHandle, key: [UInt8], cacheKey: EntityCacheKey,
+                        probe: EntityCacheTable.Probe, sequence: UInt64,
+                        read: () throws -> [UInt8]) throws(StoreError) -> E {
         if let box = probe.box, probe.sequence == handle.sequence {
-            cache.confirm(cacheKey, sequence: handle.sequence, at: snapshot.sequence)
+            cache.confirm(cacheKey, sequence: handle.sequence, at: sequence)
             return Self.unbox(box)
         }
         let bytes: [UInt8]
-        do { bytes = try snapshot.value(of: handle) } catch { throw .wrap(error) }
+        do { bytes = try read() } catch { throw .wrap(error) }
         let entity = try decode(bytes, key: key)
         if probe.admit {
-            cache.insert(entity, forKey: cacheKey, sequence: handle.sequence, at: snapshot.sequence,
-                         recordLength: bytes.count)
+            cache.insert(entity, forKey: cacheKey, sequence: handle.sequence, at: sequence, recordLength: bytes.count)
         }
         return entity
     }

@@ -85,43 +85,57 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// (No `E?` passes between functions on the usual paths: in generic code each one looks `Optional<E>`'s
     /// metadata up at run time, about 300 instructions.)
     public func getNow(_ identifier: E.Identifier) throws(StoreError) -> E? {
-        let (snapshot, key, cacheKey, probe) = try startGet(identifier)
+        let (key, cacheKey, probe) = try startGet(identifier)
         if probe.current, let box = probe.box { return try cached(box) }
-        if let handle = try recordHandle(key, in: snapshot) {
-            return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
+        let lookup = try lookUp(key)
+        if let handle = lookup.handle {
+            return try entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: lookup)
         }
-        guard identifier.localValue != nil, let other = locateKey(identifier, storageKey: key, in: snapshot),
-              other != key else { return nil }
-        return try fetch(other, in: snapshot)
+        return try getByLocalValue(identifier, storageKey: key) { _ in }
     }
 
     /// ``getNow(_:)``, handing the entity it found to `found` before returning it: a caller that keeps it (a cache
     /// store's memory) needs no `E?` of its own. (Apart from ``getNow(_:)``, whose returns need no copy of the
     /// entity.)
     func getNow(_ identifier: E.Identifier, found: (E) -> Void) throws(StoreError) -> E? {
-        let (snapshot, key, cacheKey, probe) = try startGet(identifier)
+        let (key, cacheKey, probe) = try startGet(identifier)
         let entity: E
         if probe.current, let box = probe.box {
             entity = try cached(box)
-        } else if let handle = try recordHandle(key, in: snapshot) {
-            entity = try self.entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: snapshot)
         } else {
-            guard identifier.localValue != nil, let other = locateKey(identifier, storageKey: key, in: snapshot),
-                  other != key else { return nil }
-            return try fetch(other, in: snapshot, found: found)
+            let lookup = try lookUp(key)
+            guard let handle = lookup.handle else { return try getByLocalValue(identifier, storageKey: key, found: found) }
+            entity = try self.entity(at: handle, key: key, cacheKey: cacheKey, probe: probe, in: lookup)
         }
         found(entity)
         return entity
     }
 
-    /// A get's snapshot, the identifier's storage key (raw and hashed) and the cache's entry for it.
+    /// A get's first steps, without a snapshot: the identifier's storage key (raw and hashed) and the cache's entry
+    /// for it as of the engine's current sequence. A current entry is the get's answer; otherwise the get looks
+    /// the key up (``LucidEngine/Engine/lookUp(_:in:)``), in a state at that sequence or later.
     @inline(__always)
     private func startGet(_ identifier: E.Identifier) throws(StoreError)
-        -> (Snapshot, [UInt8], EntityCacheKey, EntityCacheTable.Probe) {
-        let snapshot = try openSnapshot()
+        -> ([UInt8], EntityCacheKey, EntityCacheTable.Probe) {
+        if engine.isClosed { throw .closed }
         let key = E._storageKey(of: identifier)
         let cacheKey = EntityCacheKey(key)
-        return (snapshot, key, cacheKey, cache.probe(cacheKey, at: snapshot.sequence))
+        return (key, cacheKey, cache.probe(cacheKey, at: engine.currentSequence))
+    }
+
+    /// The record under `key` in the engine's current state. - Throws: ``StoreError/closed`` once closed.
+    private func lookUp(_ key: [UInt8]) throws(StoreError) -> RecordLookup {
+        do { return try engine.lookUp(key, in: keyspace) } catch { throw .wrap(error) }
+    }
+
+    /// The rest of a get that found no record under the identifier's storage key: for an identifier with a local
+    /// value, the record the `__lid` index names (a snapshot's work: two lookups that must agree).
+    private func getByLocalValue(_ identifier: E.Identifier, storageKey key: [UInt8],
+                                 found: (E) -> Void) throws(StoreError) -> E? {
+        guard identifier.localValue != nil else { return nil }
+        let snapshot = try openSnapshot()
+        guard let other = locateKey(identifier, storageKey: key, in: snapshot), other != key else { return nil }
+        return try fetch(other, in: snapshot, found: found)
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {

@@ -74,4 +74,55 @@ struct RecordHandleTests {
             #expect { try snapshot.value(of: handle) } throws: { ($0 as? LucidError)?.code == .closed }
         }
     }
+
+    @Test("a lookup without a snapshot finds what a snapshot taken then finds, and reads its value after a compaction removed its segment")
+    func lookupsWithoutSnapshots() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: Self.options())
+            defer { try? engine.close() }
+            func put(_ key: String, _ value: String) throws -> UInt64 {
+                var batch = WriteBatch()
+                batch.put(Array(value.utf8), forKey: Array(key.utf8), in: "ks")
+                return try engine.commitAndWait(batch)
+            }
+            #expect(engine.currentSequence == engine.snapshot().sequence)
+            let first = try put("a", "1")
+            #expect(engine.currentSequence == first)
+            let lookup = try engine.lookUp(Array("a".utf8), in: "ks")
+            #expect(lookup.sequence == first && lookup.handle?.sequence == first)
+            #expect(lookup.handle == (try engine.snapshot().handle(forKey: Array("a".utf8), in: "ks")))
+            #expect(try engine.value(of: lookup) == Array("1".utf8))
+            let missing = try engine.lookUp(Array("zz".utf8), in: "ks")
+            #expect(missing.handle == nil && missing.sequence == first)
+            #expect(try engine.value(of: missing) == nil)
+            #expect(try engine.lookUp(Array("a".utf8), in: "other").handle == nil)
+
+            // A later write and a compaction of the segment the lookup found: it still reads its own value.
+            let second = try put("a", "2")
+            try engine.sealActiveSegment()
+            _ = try engine.compactAndWait()
+            #expect(try engine.value(of: lookup) == Array("1".utf8))
+            let now = try engine.lookUp(Array("a".utf8), in: "ks")
+            #expect(now.sequence == second && now.handle?.sequence == second)
+            #expect(try engine.value(of: now) == Array("2".utf8))
+            #expect(engine.currentSequence == second)
+        }
+    }
+
+    @Test("a lookup from another engine is refused; a closed engine throws closed")
+    func lookupMisuse() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let one = try Engine.open(at: dir + "/one", options: Self.options())
+            let two = try Engine.open(at: dir + "/two", options: Self.options())
+            defer { try? two.close() }
+            var batch = WriteBatch()
+            batch.put([1], forKey: [1], in: "ks")
+            try one.commitAndWait(batch)
+            let lookup = try one.lookUp([1], in: "ks")
+            #expect { try two.value(of: lookup) } throws: { ($0 as? LucidError)?.code == .invalidArgument }
+            try one.close()
+            #expect { try one.lookUp([1], in: "ks") } throws: { ($0 as? LucidError)?.code == .closed }
+            #expect { try one.value(of: lookup) } throws: { ($0 as? LucidError)?.code == .closed }
+        }
+    }
 }
