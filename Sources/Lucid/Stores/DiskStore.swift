@@ -123,19 +123,22 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
         return (key, cacheKey, cache.probe(cacheKey, at: engine.currentSequence))
     }
 
-    /// The record under `key` in the engine's current state. - Throws: ``StoreError/closed`` once closed.
+    /// The record under `key` in the engine's current state. - Throws: ``StoreError/engine(_:)`` (closed) once
+    /// the engine is closed.
     private func lookUp(_ key: [UInt8]) throws(StoreError) -> RecordLookup {
         do { return try engine.lookUp(key, in: keyspace) } catch { throw .wrap(error) }
     }
 
     /// The rest of a get that found no record under the identifier's storage key: for an identifier with a local
-    /// value, the record the `__lid` index names (a snapshot's work: two lookups that must agree).
+    /// value, the record the `__lid` index names (a snapshot's work: two lookups that must agree). The snapshot is
+    /// later than the first lookup: a write in between may have filed the entity under the storage key (a local
+    /// entity that got its remote id), which the snapshot then reads.
     private func getByLocalValue(_ identifier: E.Identifier, storageKey key: [UInt8],
                                  found: (E) -> Void) throws(StoreError) -> E? {
         guard identifier.localValue != nil else { return nil }
         let snapshot = try openSnapshot()
-        guard let other = locateKey(identifier, storageKey: key, in: snapshot), other != key else { return nil }
-        return try fetch(other, in: snapshot, found: found)
+        guard let located = locateKey(identifier, storageKey: key, in: snapshot) else { return nil }
+        return try fetch(located, in: snapshot, found: found)
     }
 
     public func search(_ query: Query<E>) async throws(StoreError) -> QueryResult<E> {
