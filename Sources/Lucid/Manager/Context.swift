@@ -103,7 +103,12 @@ public indirect enum DataSource: Sendable, Equatable {
 public struct ReadContext<E: LocalEntity>: Sendable {
     public var dataSource: DataSource
     public var contract: any EntityContract
-    public var accessValidator: (any UserAccessValidating)?
+    public var accessValidator: (any UserAccessValidating)? {
+        didSet { validatesAccess = accessValidator != nil }
+    }
+    /// Whether ``accessValidator`` is set: a get's fast path asks this, without copying the existential out to
+    /// compare it with nil (an outlined copy and destroy, about 140 instructions).
+    private(set) var validatesAccess: Bool
     /// A request made at the call site, used instead of the entity type's (it must match the operation).
     public var remoteRequest: APIRequestConfig?
     /// How that request's answer decodes (nil: the entity type's endpoint for the operation).
@@ -119,6 +124,7 @@ public struct ReadContext<E: LocalEntity>: Sendable {
         self.dataSource = dataSource
         self.contract = contract
         self.accessValidator = accessValidator
+        validatesAccess = accessValidator != nil
         self.remoteRequest = remoteRequest
         self.remoteEndpoint = remoteEndpoint
         self.payloadPersistence = payloadPersistence

@@ -65,7 +65,7 @@ public final class CoreManager<E: LocalEntity>: Sendable {
     /// The entity with this identifier (by local, remote or both), or nil.
     /// - Throws: ``ManagerError`` (`userAccessInvalid`, `notSupported` for a remote source, `store`).
     public func get(byID identifier: E.Identifier, in context: ReadContext<E> = ReadContext()) async throws(ManagerError) -> E? {
-        if let store = soleSynchronousStore, context.accessValidator == nil, context.dataSource == .local,
+        if let store = soleSynchronousStore, !context.validatesAccess, context.dataSource == .local,
            !context.contract.shouldValidate(E.self) {
             // Nothing to check before or after the read: the store's answer is returned as it comes. (This
             // function holds no `E?`: generic code looks `Optional<E>`'s metadata up at run time for each one,

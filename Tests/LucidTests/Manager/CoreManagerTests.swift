@@ -91,6 +91,23 @@ struct CoreManagerTests {
         _ = temp
     }
 
+    @Test("an access validator set on a context after it was made is checked; cleared again, it is not")
+    func accessValidatorSetLater() async throws {
+        let (manager, temp) = try Self.manager()
+        try await manager.set(Book.remote(1, "A"))
+        var context = ReadContext<Book>()
+        context.accessValidator = SwitchableAccess(.noAccess)
+        do {
+            _ = try await manager.get(byID: .remote(1), in: context)
+            Issue.record("no access was accepted")
+        } catch {
+            guard case .userAccessInvalid = error else { Issue.record("unexpected \(error)"); return }
+        }
+        context.accessValidator = nil
+        #expect(try await manager.get(byID: .remote(1), in: context)?.title == "A")
+        _ = temp
+    }
+
     @Test("access validators: no access fails, a change during the operation fails")
     func access() async throws {
         let (manager, temp) = try Self.manager()
