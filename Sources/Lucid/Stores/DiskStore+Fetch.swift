@@ -96,7 +96,7 @@ extension DiskStore {
         return [E](unsafeUninitializedCapacity: slots.count) { buffer, count in
             for slot in slots {
                 guard case .entity(let box) = slot else { continue }
-                (buffer.baseAddress! + count).initialize(to: Self.unbox(box))
+                (buffer.baseAddress! + count).initialize(to: EntityBox<E>.unbox(box))
                 count += 1
             }
         }
@@ -209,16 +209,12 @@ extension DiskStore {
         }
     }
 
-    /// The entity in a box of the cache.
-    @inline(__always)
-    static func unbox(_ box: any AnyObject & Sendable) -> E { EntityBox<E>.unbox(box) }
-
     /// The entity in a box of the cache, taken without reading the engine: unless the engine was closed since
     /// the read's snapshot was taken (a read then fails as the engine read would).
     @inline(__always)
     func cached(_ box: any AnyObject & Sendable) throws(StoreError) -> E {
         if engine.isClosed { throw .closed }
-        return Self.unbox(box)
+        return EntityBox<E>.unbox(box)
     }
 
     /// The record under `key` in `snapshot`, not read yet. - Throws: ``StoreError/engine(_:)`` once closed.
@@ -251,7 +247,7 @@ extension DiskStore {
                         read: () throws -> [UInt8]) throws(StoreError) -> E {
         if let box = probe.box, probe.sequence == handle.sequence {
             cache.confirm(cacheKey, sequence: handle.sequence, at: sequence)
-            return Self.unbox(box)
+            return EntityBox<E>.unbox(box)
         }
         let bytes: [UInt8]
         do { bytes = try read() } catch { throw .wrap(error) }

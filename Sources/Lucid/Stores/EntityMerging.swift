@@ -4,8 +4,13 @@
 enum EntityMerging {
     static func merge<E: LocalEntity>(stored: E?, written: E) -> E {
         guard let stored else { return written }
-        let merged = stored.merging(written)
-        return absorbIdentifier(of: stored, into: merged)
+        return merge(stored: stored, written: written)
+    }
+
+    /// ``merge(stored:written:)`` over an entity known to be stored (no `E?`: a run-time metadata lookup in the
+    /// library's generic code).
+    static func merge<E: LocalEntity>(stored: E, written: E) -> E {
+        absorbIdentifier(of: stored, into: stored.merging(written))
     }
 
     static func absorbIdentifier<E: LocalEntity>(of other: E, into entity: E) -> E {

@@ -69,7 +69,7 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         var halves: [IdentifierHalves] = []
         halves.reserveCapacity(result.entities.count)
         for entity in result.entities { halves.append(IdentifierHalves(entity.identifier, of: E.self)) }
-        table.withLock { t in for key in halves { if let i = t.index[key] { t.touch(i) } } }
+        table.withLock { t in for key in halves { _ = t.use(key) } }
         return result
     }
 
@@ -119,7 +119,7 @@ public final class InMemoryStore<E: LocalEntity>: SynchronousSearchStore {
         if let j = second { t.drop(j) }
         if let i = match, let held = t.entry(at: i) {
             let stored = EntityBox<E>.unbox(held.box)
-            let merged = EntityMerging.absorbIdentifier(of: stored, into: stored.merging(entity))
+            let merged = EntityMerging.merge(stored: stored, written: entity)
             // Keyed by exactly the halves the merged entity carries (as the disk store files it): a plain
             // LocalEntity written with fewer halves is no longer found by the half it dropped.
             t.replace(i, with: E._box(merged), filedUnder: IdentifierHalves(merged.identifier, of: E.self))

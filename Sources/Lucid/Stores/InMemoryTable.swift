@@ -10,7 +10,7 @@ struct InMemoryTable {
     typealias Box = any AnyObject & Sendable
 
     /// Slots by identifier, keyed by the identifiers' halves as bytes.
-    private(set) var index = DualHashDictionary<IdentifierHalves, Int>()
+    private var index = DualHashDictionary<IdentifierHalves, Int>()
     /// Entities by slot (nil: a free slot). The recency list's links live apart, in `prev` and `next`, so that
     /// moving a slot to the front touches two `Int` arrays only.
     private var boxes: [Box?] = []
@@ -69,7 +69,7 @@ struct InMemoryTable {
     }
 
     /// Makes slot `i` the most recently used.
-    mutating func touch(_ i: Int) {
+    private mutating func touch(_ i: Int) {
         guard head != i else { return }
         unlink(i)
         pushFront(i)
