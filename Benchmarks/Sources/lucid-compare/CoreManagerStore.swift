@@ -137,6 +137,7 @@ final class CoreManagerStore: BenchStore, Committer {
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = Self.pageCacheBytes
         options.memoryMappedReads = benchMappedReads
+        options.pointIndex = benchPointIndex
         options.pageSize = benchPageSize
         options.pageCompression = compression
         self.options = options

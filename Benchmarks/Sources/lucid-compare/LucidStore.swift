@@ -10,6 +10,10 @@ let benchPageSize = ProcessInfo.processInfo.environment["LUCID_PAGE_SIZE"].flatM
 let benchCompression: EngineOptions.PageCompression =
     ProcessInfo.processInfo.environment["LUCID_PAGE_COMPRESSION"] == "lz4Records" ? .lz4Records : EngineOptions().pageCompression
 
+/// Whether the engine keeps its point index (``EngineOptions/pointIndex``): on, unless `LUCID_POINT_INDEX=0` (children
+/// inherit it), to measure what it gives and costs.
+let benchPointIndex = ProcessInfo.processInfo.environment["LUCID_POINT_INDEX"] != "0"
+
 /// Whether the engine maps sealed segments (``EngineOptions/memoryMappedReads``): on, unless `LUCID_MAPPED_READS=0`.
 let benchMappedReads = ProcessInfo.processInfo.environment["LUCID_MAPPED_READS"] != "0"
 
@@ -45,6 +49,7 @@ final class LucidStore: BenchStore, Committer {
         options.syncMode = durable ? .always : .none
         options.pageCacheBytes = engineCacheBytes
         options.memoryMappedReads = benchMappedReads
+        options.pointIndex = benchPointIndex
         options.pageSize = benchPageSize
         options.pageCompression = compression
         self.options = options

@@ -231,7 +231,13 @@ extension EngineCore {
             next.sealedLengths[entry.id] = nil
         }
         next.manifest = manifest
-        state.write { $0 = next }
+        // The point index moves the same records: large moves in copies built now, the rest in the exclusive section.
+        points.waitUntilBuilt()
+        let relocation = points.relocated(by: plan)
+        state.write { s in
+            s = next
+            points.install(relocation)
+        }
         // Snapshots taken before now may go on holding the inputs (see `PinnedSegments`).
         pinned.retire(retired, at: .now)
         retired.removeAll()

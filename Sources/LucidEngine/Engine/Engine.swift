@@ -215,7 +215,7 @@ public final class Engine: Sendable {
     /// that snapshots pin (logging the warnings of those pinned past ``EngineOptions/pinnedSegmentWarningAge``).
     /// O(segments + pinned segments).
     public var statistics: EngineStatistics {
-        let s = core.currentState()
+        let (s, points) = core.state.read { (copy $0, core.points.statistics) }
         let total = s.segments.keys.reduce(UInt64(0)) { $0 + s.visibleLength(of: $1) }
         let compactionFailures = core.autoCompaction.failureRecord
         let now = ContinuousClock.now
@@ -230,6 +230,7 @@ public final class Engine: Sendable {
             batchesCommitted: core.batchesCommitted.load(ordering: .relaxed),
             automaticCompactionFailures: compactionFailures.count,
             lastAutomaticCompactionError: compactionFailures.last,
-            pinnedSegments: pinned.count, pinnedSegmentBytes: pinned.bytes, oldestPinnedSegmentAge: pinned.oldestAge)
+            pinnedSegments: pinned.count, pinnedSegmentBytes: pinned.bytes, oldestPinnedSegmentAge: pinned.oldestAge,
+            pointIndexKeys: points.keys, pointIndexBytes: points.bytes)
     }
 }

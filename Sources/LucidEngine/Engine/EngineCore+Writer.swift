@@ -159,17 +159,23 @@ extension EngineCore {
         segment.setReadableEnd(newEnd)
         autoCompaction.rawWritten += UInt64(builder.rawPayloadBytes)
         autoCompaction.storedWritten += UInt64(builder.storedPayloadBytes)
+        // The point index's grown tables are built before the exclusive section, which only installs them (and
+        // after the index's build at open, which must see the state it was built from still published).
+        points.waitUntilBuilt()
+        points.prepare(plan)
         // Operations read in place, as `publish` reads them: only the fields each record needs.
         let liveDelta = plan.operations.entries.withUnsafeBufferPointer { ops in
             state.write { s in
                 let firstSequence = s.lastSequence + 1
-                let delta = s.publish(plan) { i in
+                let location = { (i: Int) -> RecordLocation in
                     let placement = placements[i]
                     return RecordLocation(
                         segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
                         valueOffset: UInt32(placement.valueOffset), valueLength: UInt32(ops[i].valueLength),
                         hasTerms: ops[i].termCount > 0, sequence: firstSequence + UInt64(plan.batchOf[i]))
                 }
+                let delta = s.publish(plan, location: location)
+                points.publish(plan, location: location)
                 s.lastSequence = sequence
                 s.activeEnd = newEnd
                 return delta

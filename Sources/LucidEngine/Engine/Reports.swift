@@ -136,4 +136,9 @@ public struct EngineStatistics: Sendable, Hashable {
     /// How long ago compaction removed the oldest segment still pinned; nil when none is. Past
     /// ``EngineOptions/pinnedSegmentWarningAge`` the engine logs a warning naming the segment.
     public var oldestPinnedSegmentAge: Duration?
+    /// Keys held by the point index (``EngineOptions/pointIndex``): every key of at most 16 bytes; 0 when it is off,
+    /// and while it is being built after open.
+    public var pointIndexKeys: Int = 0
+    /// Bytes of memory the point index's tables take.
+    public var pointIndexBytes: Int = 0
 }
