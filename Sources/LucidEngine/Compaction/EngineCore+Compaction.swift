@@ -234,10 +234,12 @@ extension EngineCore {
         // The point index moves the same records: large moves in copies built now, the rest in the exclusive section.
         points.waitUntilBuilt()
         let relocation = points.relocated(by: plan)
+        var retiredTables: PointIndex.Retired = []
         state.write { s in
             s = next
-            points.install(relocation)
+            retiredTables = points.install(relocation)
         }
+        retiredTables.removeAll()   // freed once readers are not waiting
         // Snapshots taken before now may go on holding the inputs (see `PinnedSegments`).
         pinned.retire(retired, at: .now)
         retired.removeAll()

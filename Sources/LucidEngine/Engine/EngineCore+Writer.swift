@@ -164,6 +164,7 @@ extension EngineCore {
         points.waitUntilBuilt()
         points.prepare(plan)
         // Operations read in place, as `publish` reads them: only the fields each record needs.
+        var retired: PointIndex.Retired = []
         let liveDelta = plan.operations.entries.withUnsafeBufferPointer { ops in
             state.write { s in
                 let firstSequence = s.lastSequence + 1
@@ -175,12 +176,13 @@ extension EngineCore {
                         hasTerms: ops[i].termCount > 0, sequence: firstSequence + UInt64(plan.batchOf[i]))
                 }
                 let delta = s.publish(plan, location: location)
-                points.publish(plan, location: location)
+                retired = points.publish(plan, location: location)
                 s.lastSequence = sequence
                 s.activeEnd = newEnd
                 return delta
             }
         }
+        retired.removeAll()   // tables a growth replaced, freed now that readers are not waiting
         if let live = autoCompaction.liveRawBytes { autoCompaction.liveRawBytes = live + liveDelta }
         return sequences
     }

@@ -211,11 +211,15 @@ final class EngineCore: Sendable {
                 closeError = e
             } catch {}
         }
+        // The point index's build, if it still runs, is of no use now.
+        points.cancelBuild()
         points.waitUntilBuilt()
+        var retired: PointIndex.Retired = []
         state.write { s in
             s = EngineState()
-            points.removeAll()
+            retired = points.removeAll()
         }
+        retired.removeAll()
         lock.unlock()
         if let closeError { throw closeError }
     }

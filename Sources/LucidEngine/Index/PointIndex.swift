@@ -1,25 +1,29 @@
 import Foundation
+import Synchronization
 
 /// The published state's ``PointTable``s, one per keyspace: ``Engine/get(_:in:)`` and ``Engine/lookUp(_:in:)`` find
 /// a key of at most ``PointTable/maxKeyLength`` bytes with one hashed probe instead of a descent through the
 /// keyspace's primary tree (``EngineOptions/pointIndex``). Snapshots never use it: it follows the published
 /// state only, and a snapshot's own trees answer for it.
 ///
-/// **Exactness.** Once built, for every keyspace of the published state, its table holds exactly the keys of at
-/// most 16 bytes of the primary tree, each with the tree's location. The writer changes the two in one exclusive
+/// **Exactness.** Once built, for every keyspace of the published state that has keys of at most 16 bytes, its
+/// table holds exactly those keys of the primary tree, each with the tree's location (a keyspace without such keys
+/// may have no table). The writer changes the two in one exclusive
 /// section of the state's lock (``publish(_:location:)``, ``install(_:)``); close drops the tables. A key longer than
 /// 16 bytes, or a keyspace without a table, is ``Answer/unknown``: the tree answers. Debug builds compare every
 /// answer with the tree's (`EngineCore.location(forKey:in:of:)`), and ``checkInvariants(against:)`` compares whole
 /// tables.
 ///
-/// **Open.** The tables are built on a thread of their own from the state recovery published (``startBuilding(from:install:)``),
-/// so that open does not wait for them (about 60 ms per million keys); until they are installed every answer is
-/// ``Answer/unknown`` and reads use the trees. The writer waits for the build before it publishes anything
-/// (``waitUntilBuilt()``): the state the tables were built from is then still the published one when they are
-/// installed.
+/// **Open.** The tables are built on a thread of their own from the state recovery published
+/// (`PointIndex+Build.swift`), so that open does not wait for them (about 60 ms per million keys); until they are
+/// installed every answer is ``Answer/unknown`` and reads use the trees. Whatever would change the trees waits for
+/// the build first (``waitUntilBuilt()``: a commit group's publication, a compaction's swap, close, which cancels
+/// it): the state the tables were built from is then still the published one when they are installed.
 ///
 /// **Cost.** About 60 bytes of memory per key of at most 16 bytes (``PointTable``), one hashed update per operation
 /// of a commit under the state's write lock (prefetched a few operations ahead), and the build after open, O(keys).
+/// Tables are built, grown and copied without the lock, and those they replace are freed after it is released (the
+/// methods that run under it return them: ``Retired``).
 ///
 /// **Thread safety.** Readers call ``location(forKey:in:)`` holding the engine state's read lock. The tables change
 /// only under its write lock: installed by the build, then changed by the thread that publishes states (the
@@ -38,12 +42,18 @@ final class PointIndex: @unchecked Sendable {
 
     /// Whether the engine keeps the tables (``EngineOptions/pointIndex``).
     let isEnabled: Bool
-    private var tables: [String: PointTable] = [:]
+    var tables: [String: PointTable] = [:]
     /// Tables ``prepare(_:)`` built for the next ``publish(_:location:)``, by keyspace.
-    private var prepared: [String: PointTable] = [:]
+    var prepared: [String: PointTable] = [:]
 
     /// Entered while the build after open runs.
-    private let building = DispatchGroup()
+    let building = DispatchGroup()
+    /// Set by close: a build still running stops and installs nothing.
+    let buildCancelled = Atomic<Bool>(false)
+
+    /// Tables taken out of use under the state's write lock, for the caller to drop once it has released the lock
+    /// (freeing a large table unmaps tens of megabytes, which readers should not wait for).
+    typealias Retired = [PointTable]
 
     init(enabled: Bool) { isEnabled = enabled }
 
@@ -61,66 +71,21 @@ final class PointIndex: @unchecked Sendable {
         tables.values.reduce((0, 0)) { ($0.0 + $1.count, $0.1 + $1.bytes) }
     }
 
-    // MARK: Building
-
-    /// Builds the tables of `state` (the state open published, before the writer publishes anything) on a thread
-    /// of its own, then calls `install` with them, which installs them with ``install(built:)`` under the state's
-    /// write lock. Nothing when the index is off. O(keys) on that thread.
-    func startBuilding(from state: EngineState, install: @escaping @Sendable (Built) -> Void) {
-        guard isEnabled else { return }
-        building.enter()
-        let thread = Thread { [building] in
-            install(Built(state: state))
-            building.leave()
-        }
-        thread.name = "lucid.point-index"
-        thread.start()
-    }
-
-    /// Blocks until the build started at open has installed its tables. O(1) once it has.
-    func waitUntilBuilt() { building.wait() }
-
-    /// Tables built from a state's primary trees, for ``install(built:)``.
-    struct Built: Sendable {
-        fileprivate var tables: [String: PointTable] = [:]
-
-        /// O(keys): each keyspace's tree walked in order, its keys of at most 16 bytes put in a table sized for
-        /// them.
-        init(state: EngineState) {
-            for (name, keyspace) in state.keyspaces {
-                let table = PointTable(reserving: keyspace.count)
-                var loader = PointTable.Loader(table)
-                keyspace.primary.forEach { key, location in
-                    if let k = PointTable.Key(key) { loader.add(k, location) }
-                    return true
-                }
-                loader.finish()
-                tables[name] = table
-            }
-        }
-    }
-
-    /// Under the state's write lock: makes `built` the tables. O(keyspaces).
-    func install(built: Built) { tables = built.tables }
-
-    /// Under the state's write lock, once the build is done: drops every table (the engine closes).
-    func removeAll() {
-        tables = [:]
-        prepared = [:]
-    }
-
     // MARK: Commits (the writer thread)
 
     /// Without the state's lock, before ``publish(_:location:)``: builds the grown tables that `plan`'s puts need
     /// (a new keyspace's table, or a copy with room to spare of one that would pass its load), so that the
-    /// exclusive section only installs them. O(operations), plus O(keys) for a table that grows.
+    /// exclusive section only installs them. Only puts of keys of at most 16 bytes count. O(operations), plus
+    /// O(capacity) for a table that grows.
     func prepare(_ plan: CommitGroupPlan) {
         guard isEnabled else { return }
         let names = plan.operations.keyspaceNames
         plan.operations.withPacked { ops in
             withUnsafeTemporaryAllocation(of: Int.self, capacity: names.count) { puts in
                 puts.initialize(repeating: 0)
-                for i in 0 ..< ops.count where ops[i].kind == .put { puts[ops[i].keyspace] += 1 }
+                for i in 0 ..< ops.count where ops[i].kind == .put && ops[i].keyLength <= PointTable.maxKeyLength {
+                    puts[ops[i].keyspace] += 1
+                }
                 for (n, name) in names.enumerated() where puts[n] > 0 {
                     if let t = tables.position(ofName: name) {
                         let table = tables.values[t]
@@ -137,10 +102,13 @@ final class PointIndex: @unchecked Sendable {
 
     /// Under the state's write lock, with the primary trees' ``EngineState/publish(_:location:)``: installs the
     /// prepared tables and applies `plan`'s operations in commit order; `location(i)` is where operation `i` was
-    /// written. O(operations) expected.
-    func publish(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) {
-        guard isEnabled else { return }
-        for (name, table) in prepared { tables[name] = table }
+    /// written. Returns the tables replaced, to drop after the lock. O(operations) expected.
+    func publish(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) -> Retired {
+        guard isEnabled else { return [] }
+        var retired: Retired = []
+        for (name, table) in prepared {
+            if let old = tables.updateValue(table, forKey: name) { retired.append(old) }
+        }
         prepared = [:]
         let names = plan.operations.keyspaceNames
         // Each keyspace's table, by the batch's number for it (nil: deletes in a keyspace that does not exist);
@@ -151,6 +119,7 @@ final class PointIndex: @unchecked Sendable {
             }
             plan.operations.withPacked { ops in Self.apply(ops, to: byKeyspace, location: location) }
         }
+        return retired
     }
 
     /// Applies `ops` in commit order, where the batch holds them (in key order they are scattered over it), to
@@ -190,7 +159,9 @@ final class PointIndex: @unchecked Sendable {
 
     /// An operation of a commit waiting for its slot to arrive.
     private struct Pending {
+        /// The operation's position in the batch.
         var operation: Int
+        /// Its key, and the key's home slot in its keyspace's table.
         var key: PointTable.Key
         var home: Int
     }
@@ -198,14 +169,18 @@ final class PointIndex: @unchecked Sendable {
     // MARK: Compaction (the writer thread)
 
     /// The tables that a compaction's relocations give, built without the state's lock: a copy of each table
-    /// with many records to move (more than a sixteenth of its slots), with each record still at its old location
-    /// moved to its new one. Keyspaces with fewer are left to ``install(_:)``. O(moved + copied slots).
+    /// whose keyspace's compaction holds many records of keys of at most 16 bytes (more than a sixteenth of the
+    /// table's slots), with each record still at its old location moved to its new one. Keyspaces with fewer are
+    /// left to ``install(_:)``. O(records + copied slots).
     func relocated(by plan: CompactionPlan) -> Relocation {
         var relocation = Relocation(plan: plan)
         guard isEnabled else { return relocation }
         for (k, keyspace) in plan.keyspaces.enumerated() {
-            guard let t = tables.position(ofName: keyspace.name),
-                  keyspace.count > tables.values[t].capacity / 16 else { continue }
+            guard let t = tables.position(ofName: keyspace.name) else { continue }
+            let short = (0 ..< keyspace.count).reduce(0) { n, i in
+                n + (keyspace.withKey(i) { $0.count } <= PointTable.maxKeyLength ? 1 : 0)
+            }
+            guard short > tables.values[t].capacity / 16 else { continue }
             let copy = PointTable(copying: tables.values[t])
             Self.move(plan.keyspaces[k], in: copy)
             relocation.tables[keyspace.name] = copy
@@ -214,16 +189,19 @@ final class PointIndex: @unchecked Sendable {
     }
 
     /// Under the state's write lock, as the compacted state is published: installs the relocated tables and moves
-    /// the records of the other keyspaces. O(records of those keyspaces).
-    func install(_ relocation: Relocation) {
-        guard isEnabled else { return }
+    /// the records of the other keyspaces. Returns the tables replaced, to drop after the lock. O(records of those
+    /// keyspaces).
+    func install(_ relocation: Relocation) -> Retired {
+        guard isEnabled else { return [] }
+        var retired: Retired = []
         for keyspace in relocation.plan.keyspaces {
             if let table = relocation.tables[keyspace.name] {
-                tables[keyspace.name] = table
+                if let old = tables.updateValue(table, forKey: keyspace.name) { retired.append(old) }
             } else if let t = tables.position(ofName: keyspace.name) {
                 Self.move(keyspace, in: tables.values[t])
             }
         }
+        return retired
     }
 
     /// Moves each record of `keyspace` that `table` still has at its old location to its new one (a record written
@@ -240,39 +218,9 @@ final class PointIndex: @unchecked Sendable {
 
     /// What ``relocated(by:)`` built for a compaction, for ``install(_:)``.
     struct Relocation {
+        /// The compaction's plan: each keyspace's records with their old and new locations.
         let plan: CompactionPlan
+        /// The copies built for keyspaces with many records to move, by keyspace.
         var tables: [String: PointTable] = [:]
-    }
-
-    // MARK: Checks
-
-    /// The ways the tables disagree with `state`, the published state (empty when sound): every keyspace of the
-    /// state must have a sound table (``PointTable/checkInvariants()``) holding exactly the keys of at most 16
-    /// bytes of its primary tree at the tree's locations; any other table must be empty; a disabled index holds
-    /// nothing. O(keys); for tests and debug checks.
-    func checkInvariants(against state: EngineState) -> [String] {
-        guard isEnabled else { return tables.isEmpty ? [] : ["tables kept while the index is off"] }
-        var problems: [String] = []
-        for (name, keyspace) in state.keyspaces {
-            guard let table = tables[name] else {
-                problems.append("no table for keyspace \(name)")
-                continue
-            }
-            problems += table.checkInvariants().map { "keyspace \(name): \($0)" }
-            var short = 0
-            keyspace.primary.forEach { key, location in
-                guard let k = PointTable.Key(key) else { return true }
-                short += 1
-                if table.location(forKey: k) != location && problems.count < 20 {
-                    problems.append("keyspace \(name): key \(Array(key)) is not at its tree's location")
-                }
-                return true
-            }
-            if short != table.count { problems.append("keyspace \(name): \(table.count) keys, its tree \(short)") }
-        }
-        for (name, table) in tables where state.keyspaces[name] == nil && table.count > 0 {
-            problems.append("\(table.count) keys for keyspace \(name), which has none")
-        }
-        return problems
     }
 }

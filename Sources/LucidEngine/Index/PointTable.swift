@@ -22,7 +22,10 @@ import Darwin
 /// ``maxLoad``, so probes stay short, and a removal shifts the slots after it back (no tombstones).
 ///
 /// **Cost.** 40 bytes per slot, about 60 per key on average between growths; O(1) expected per operation;
-/// a growth is O(count), done by ``grow(toHold:)`` before the writer takes the lock that readers wait on.
+/// a growth is O(capacity), done by ``grown(toHold:)`` before the writer takes the lock that readers wait on.
+///
+/// The table's memory, its growth and its checks are in `PointTable+Memory.swift`, `PointTable+Loader.swift` and
+/// `PointTable+Invariants.swift`.
 ///
 /// **Thread safety.** None of its own: ``PointIndex`` reads it under the engine state's read lock and changes it
 /// under its write lock (this is one of the engine's few audited unsafe places: the slots are one raw
@@ -47,11 +50,15 @@ final class PointTable: @unchecked Sendable {
         var lengths: UInt32
         var sequence: UInt64
 
+        /// A slot holding no key: all zero bytes (fresh zeroed memory is a table of empty slots).
         static let empty = Slot(key0: 0, key1: 0, segment: 0, pageOffset: 0, valueOffset: 0, lengths: 0, sequence: 0)
 
+        /// The key's length + 1 (``Key/tag``), 0 for an empty slot.
         @inline(__always) var keyTag: UInt32 { (lengths >> 23) & 0x1F }
+        /// Whether the slot holds no key.
         @inline(__always) var isEmpty: Bool { keyTag == 0 }
 
+        /// The record location the slot holds.
         @inline(__always)
         var location: RecordLocation {
             RecordLocation(segment: segment, pageOffset: pageOffset, valueOffset: valueOffset,
@@ -61,8 +68,10 @@ final class PointTable: @unchecked Sendable {
 
     /// A key as the table compares it: its bytes as two words, zero past its end, and its length + 1.
     struct Key: Equatable {
+        /// The key's bytes 0 ..< 8 and 8 ..< 16, loaded in memory order, zero past its end.
         var word0: UInt64
         var word1: UInt64
+        /// The key's length + 1 (never 0, which marks an empty slot).
         var tag: UInt32
 
         /// The key's words, or nil when it is longer than ``maxKeyLength``. O(1).
@@ -88,6 +97,7 @@ final class PointTable: @unchecked Sendable {
             }
         }
 
+        /// The key a (non-empty) slot holds.
         init(slot: Slot) {
             word0 = slot.key0
             word1 = slot.key1
@@ -104,11 +114,13 @@ final class PointTable: @unchecked Sendable {
         }
     }
 
+    /// Keys held.
     private(set) var count = 0
+    /// Slots allocated; fixed for the table's life (a growth makes a new table).
     let capacity: Int
-    fileprivate let slots: UnsafeMutablePointer<Slot>
+    let slots: UnsafeMutablePointer<Slot>
     /// Whether `slots` is a mapping of its own (else a `calloc` block).
-    private let isMapped: Bool
+    let isMapped: Bool
     /// Mixed into every hash, chosen at random per table: keys cannot be picked to collide.
     private let seed: UInt64
 
@@ -130,43 +142,10 @@ final class PointTable: @unchecked Sendable {
 
     deinit {
         if isMapped {
-            munmap(UnsafeMutableRawPointer(slots), capacity * MemoryLayout<Slot>.stride)
+            munmap(UnsafeMutableRawPointer(slots), Self.mappedLength(capacity))
         } else {
             free(slots)
         }
-    }
-
-    /// Tables of at least this many bytes are mapped on their own, in huge pages where the system gives them.
-    static let mappedBytes = 4 << 20
-    private static let hugePageBytes = 2 << 20
-
-    /// `capacity` empty slots. An empty slot is all zero bytes, so the memory is fresh pages the kernel zeroes as
-    /// they are first touched, not a pass of stores over all of them: `calloc` for a small table; for a large one
-    /// an anonymous mapping aligned to 2 MiB and advised to use transparent huge pages (`MADV_HUGEPAGE`), so that
-    /// its scattered probes do not each miss the TLB as well (a table of a million keys spans 18,000 4-KiB pages).
-    private static func allocateSlots(_ capacity: Int) -> (slots: UnsafeMutablePointer<Slot>, mapped: Bool) {
-        let bytes = capacity * MemoryLayout<Slot>.stride
-        if bytes >= mappedBytes {
-            let length = bytes + hugePageBytes
-            if let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-               mapped != MAP_FAILED {
-                // Keep the 2 MiB-aligned part; unmap the slack before and after it.
-                let start = (UInt(bitPattern: mapped) + UInt(hugePageBytes - 1)) & ~UInt(hugePageBytes - 1)
-                let head = Int(start - UInt(bitPattern: mapped))
-                if head > 0 { munmap(mapped, head) }
-                let tail = length - head - bytes
-                let aligned = UnsafeMutableRawPointer(bitPattern: start).unsafelyUnwrapped
-                if tail > 0 { munmap(aligned + bytes, tail) }
-                #if os(Linux)
-                _ = madvise(aligned, bytes, MADV_HUGEPAGE)
-                #endif
-                return (aligned.bindMemory(to: Slot.self, capacity: capacity), true)
-            }
-        }
-        guard let raw = calloc(capacity, MemoryLayout<Slot>.stride) else {
-            fatalError("PointTable: cannot allocate \(capacity) slots")
-        }
-        return (raw.bindMemory(to: Slot.self, capacity: capacity), false)
     }
 
     /// The capacity a table holding `keys` keys is built with.
@@ -191,12 +170,13 @@ final class PointTable: @unchecked Sendable {
         Int(truncatingIfNeeded: hash(key).multipliedFullWidth(by: UInt64(capacity)).high)
     }
 
+    /// The slot after `i`, wrapping past the last to the first.
     @inline(__always)
     private func next(_ i: Int) -> Int { i &+ 1 == capacity ? 0 : i &+ 1 }
 
     /// The slot holding `key`, whose home is `home`, or nil. O(1) expected.
     @inline(__always)
-    private func find(_ key: Key, from home: Int) -> Int? {
+    func find(_ key: Key, from home: Int) -> Int? {
         var i = home
         while true {
             let tag = slots[i].keyTag
@@ -224,66 +204,10 @@ final class PointTable: @unchecked Sendable {
         lucid_prefetch(slot + MemoryLayout<Slot>.stride - 1)
     }
 
-    /// Calls `body` with every key and location, in slot order. O(capacity).
-    func forEach(_ body: (Key, RecordLocation) -> Void) {
-        for i in 0..<capacity where !slots[i].isEmpty { body(Key(slot: slots[i]), slots[i].location) }
-    }
-
     // MARK: Changing
 
     /// Whether adding `keys` more keys would take the load past ``maxLoad``.
     func needsGrowth(adding keys: Int) -> Bool { Double(count + keys) > Double(capacity) * Self.maxLoad }
-
-    /// A copy of this table sized for `keys` keys (at ``grownLoad``), holding the same entries. O(count). The
-    /// table is only read, so readers may go on using it meanwhile.
-    func grown(toHold keys: Int) -> PointTable {
-        let table = PointTable(reserving: max(keys, count))
-        var loader = Loader(table)
-        for i in 0..<capacity where !slots[i].isEmpty { loader.add(slots[i]) }
-        loader.finish()
-        return table
-    }
-
-    /// Fills a table with distinct keys it does not hold yet (a build or a growth), a few at a time: each key's
-    /// home slot is asked for ``depth`` keys before the key is put there, so that the scattered slots' loads
-    /// overlap instead of following one another.
-    struct Loader {
-        static let depth = 16
-        private let table: PointTable
-        private var pending: [(home: Int, slot: Slot)] = []
-        private var next = 0
-
-        init(_ table: PointTable) {
-            self.table = table
-            pending.reserveCapacity(Self.depth)
-        }
-
-        /// Adds `key` at `location`. - Precondition: the key is neither in the table nor added before.
-        @inline(__always)
-        mutating func add(_ key: Key, _ location: RecordLocation) { add(PointTable.slot(key, location)) }
-
-        @inline(__always)
-        mutating func add(_ slot: Slot) {
-            let home = table.home(Key(slot: slot))
-            lucid_prefetch(UnsafeRawPointer(table.slots + home))
-            if pending.count < Self.depth {
-                pending.append((home, slot))
-                return
-            }
-            table.insertNew(pending[next].slot, from: pending[next].home)
-            pending[next] = (home, slot)
-            next = next + 1 == Self.depth ? 0 : next + 1
-        }
-
-        /// Puts the keys still pending. Call once, after the last ``add(_:_:)``.
-        mutating func finish() {
-            for j in 0 ..< pending.count {
-                let p = pending[(next + j) % pending.count]
-                table.insertNew(p.slot, from: p.home)
-            }
-            pending.removeAll()
-        }
-    }
 
     /// Stores `location` for `key`, replacing what it held. O(1) expected.
     /// - Precondition: the key is present or the table has a free slot besides the one it takes; callers keep
@@ -312,7 +236,7 @@ final class PointTable: @unchecked Sendable {
 
     /// Puts a slot whose key the table does not hold, probing from `home`, its key's home. O(1) expected.
     @inline(__always)
-    private func insertNew(_ slot: Slot, from home: Int) {
+    func insertNew(_ slot: Slot, from home: Int) {
         precondition(count + 1 < capacity, "PointTable: an insert into a full table")
         var i = home
         while !slots[i].isEmpty { i = next(i) }
@@ -343,33 +267,12 @@ final class PointTable: @unchecked Sendable {
     }
 
     @inline(__always)
-    fileprivate static func slot(_ key: Key, _ location: RecordLocation) -> Slot {
+    static func slot(_ key: Key, _ location: RecordLocation) -> Slot {
         Slot(key0: key.word0, key1: key.word1, segment: location.segment, pageOffset: location.pageOffset,
              valueOffset: location.valueOffset,
              lengths: location.valueLength | key.tag << 23 | (location.hasTerms ? 1 << 31 : 0),
              sequence: location.sequence)
     }
 
-    // MARK: Checks
 
-    /// The ways the table is unsound (empty when sound): `count` must be the slots in use, each key must be found
-    /// from its home without crossing an empty slot, and no key may be held twice. O(capacity); for tests and debug
-    /// checks.
-    func checkInvariants() -> [String] {
-        var problems: [String] = []
-        var used = 0
-        for i in 0..<capacity where !slots[i].isEmpty {
-            used += 1
-            let key = Key(slot: slots[i])
-            guard let found = find(key, from: home(key)) else {
-                problems.append("slot \(i): its key is not found from its home")
-                continue
-            }
-            if found != i { problems.append("slot \(i): its key is also in slot \(found)") }
-            if problems.count >= 20 { break }
-        }
-        if used != count { problems.append("count \(count), slots in use \(used)") }
-        if Double(used) > Double(capacity) * Self.maxLoad + 1 { problems.append("\(used) keys in \(capacity) slots") }
-        return problems
-    }
 }

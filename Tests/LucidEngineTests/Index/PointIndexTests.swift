@@ -161,4 +161,55 @@ struct PointIndexTests {
             #expect(engine.core.points.statistics.keys == 0)
         }
     }
+
+    @Test("keys longer than 16 bytes take no room in the index: at open, in commits, in compactions")
+    func longKeysTakeNoRoom() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var engine = try Engine.open(at: dir, options: Self.options(segmentSize: 1 << 20))
+            defer { try? engine.close() }
+            for start in stride(from: 0, to: 20_000, by: 1_000) {
+                var batch = WriteBatch()
+                for i in start ..< start + 1_000 { batch.put([1], forKey: Array("a key of more than sixteen bytes \(i)".utf8), in: "long") }
+                try engine.commitAndWait(batch)
+            }
+            #expect(engine.statistics.pointIndexBytes == 0, "after commits")
+            try engine.sealActiveSegment()
+            _ = try engine.compactAndWait()
+            #expect(engine.statistics.pointIndexBytes == 0, "after a compaction")
+            try engine.close()
+            engine = try Engine.open(at: dir, options: Self.options(segmentSize: 1 << 20))
+            #expect(Self.problems(engine).isEmpty)
+            #expect(engine.statistics.pointIndexBytes == 0, "after the build at open")
+            #expect(try engine.get(Array("a key of more than sixteen bytes 7".utf8), in: "long") == [1])
+            // A first short key gets the keyspace a table of its own size.
+            try engine.commitAndWait({ var b = WriteBatch(); b.put([2], forKey: [7], in: "long"); return b }())
+            #expect(engine.statistics.pointIndexKeys == 1)
+            #expect(engine.statistics.pointIndexBytes == PointTable.capacity(toHold: 1) * MemoryLayout<PointTable.Slot>.stride)
+            #expect(Self.problems(engine).isEmpty)
+            #expect(try engine.get([7], in: "long") == [2])
+        }
+    }
+
+    @Test("an engine closed while its index is built, or at once, reopens whole")
+    func closeDuringBuild() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            var engine = try Engine.open(at: dir, options: Self.options())
+            for start in stride(from: 0, to: 100_000, by: 10_000) {
+                var batch = WriteBatch()
+                for i in start ..< start + 10_000 { batch.put([UInt8(i & 0xFF)], forKey: Array("k\(i)".utf8), in: "ks") }
+                try engine.commitAndWait(batch)
+            }
+            try engine.close()
+            for _ in 0 ..< 3 {
+                engine = try Engine.open(at: dir, options: Self.options())
+                try engine.close()   // likely while the build runs: it stops, and close drops what it had
+                #expect(engine.core.points.statistics.keys == 0)
+            }
+            engine = try Engine.open(at: dir, options: Self.options())
+            defer { try? engine.close() }
+            #expect(Self.problems(engine).isEmpty)
+            #expect(engine.statistics.pointIndexKeys == 100_000)
+            #expect(try engine.get(Array("k777".utf8), in: "ks") == [UInt8(777 & 0xFF)])
+        }
+    }
 }

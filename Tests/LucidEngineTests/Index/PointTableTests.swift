@@ -114,4 +114,34 @@ struct PointTableTests {
         #expect(table.location(forKey: Self.key([0]))?.valueLength == UInt32(Format.maxValueLength))
         #expect(table.location(forKey: Self.key([0, 0]))?.hasTerms == true)
     }
+
+    @Test("a large table lives in a mapping of whole huge pages, and works as a small one")
+    func largeTable() {
+        for capacity in [104_858, 1_000_000, 1_818_182] {
+            let length = PointTable.mappedLength(capacity)
+            #expect(length % PointTable.hugePageBytes == 0 && length >= capacity * MemoryLayout<PointTable.Slot>.stride
+                    && length - capacity * MemoryLayout<PointTable.Slot>.stride < PointTable.hugePageBytes)
+        }
+        var rng = SplitMix64(seed: 0x9017_0004)
+        var table = PointTable(reserving: 120_000)
+        #expect(table.isMapped && table.bytes >= PointTable.mappedBytes)
+        #expect(UInt(bitPattern: table.slots) % UInt(PointTable.hugePageBytes) == 0)
+        var model: [[UInt8]: RecordLocation] = [:]
+        for n in 0 ..< 150_000 {
+            let bytes = rng.bytes(rng.int(1 ... 16))
+            if model[bytes] == nil && table.needsGrowth(adding: 1) { table = table.grown(toHold: table.count + 1) }
+            table.update(Self.location(n), forKey: Self.key(bytes))
+            model[bytes] = Self.location(n)
+        }
+        for (i, bytes) in model.keys.enumerated() where i % 2 == 0 {
+            table.remove(Self.key(bytes))
+            model[bytes] = nil
+        }
+        let copy = PointTable(copying: table)
+        #expect(table.checkInvariants().isEmpty && copy.checkInvariants().isEmpty)
+        for (bytes, location) in model.prefix(20_000) {
+            #expect(table.location(forKey: Self.key(bytes)) == location && copy.location(forKey: Self.key(bytes)) == location)
+        }
+        #expect(table.count == model.count && copy.count == model.count)
+    }
 }
