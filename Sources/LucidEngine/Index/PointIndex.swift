@@ -8,11 +8,10 @@ import Synchronization
 ///
 /// **Exactness.** Once built, for every keyspace of the published state that has keys of at most 16 bytes, its
 /// table holds exactly those keys of the primary tree, each with the tree's location (a keyspace without such keys
-/// may have no table). The writer changes the two in one exclusive
-/// section of the state's lock (``publish(_:location:)``, ``install(_:)``); close drops the tables. A key longer than
-/// 16 bytes, or a keyspace without a table, is ``Answer/unknown``: the tree answers. Debug builds compare every
-/// answer with the tree's (`EngineCore.location(forKey:in:of:)`), and ``checkInvariants(against:)`` compares whole
-/// tables.
+/// may have no table). The writer changes the two in one exclusive section of the state's lock
+/// (``publish(_:location:)``, ``install(_:)``); close drops the tables. A key longer than 16 bytes, or a keyspace
+/// without a table, is ``Answer/unknown``: the tree answers. Debug builds compare every answer with the tree's
+/// (`EngineCore.location(forKey:in:of:)`), and ``checkInvariants(against:)`` compares whole tables.
 ///
 /// **Open.** The tables are built on a thread of their own from the state recovery published
 /// (`PointIndex+Build.swift`), so that open does not wait for them (about 60 ms per million keys); until they are
@@ -42,6 +41,7 @@ final class PointIndex: @unchecked Sendable {
 
     /// Whether the engine keeps the tables (``EngineOptions/pointIndex``).
     let isEnabled: Bool
+    /// The tables in use, by keyspace (see the type's comment for who reads and changes them, and when).
     var tables: [String: PointTable] = [:]
     /// Tables ``prepare(_:)`` built for the next ``publish(_:location:)``, by keyspace.
     var prepared: [String: PointTable] = [:]
