@@ -168,7 +168,9 @@ extension EngineCore {
         let liveDelta = plan.operations.entries.withUnsafeBufferPointer { ops in
             state.write { s in
                 let firstSequence = s.lastSequence + 1
-                let location = { (i: Int) -> RecordLocation in
+                // A local function, not a closure in a constant: passed to the two non-escaping parameters below, its
+                // context stays on the stack (a closure stored in a constant cost an allocation per commit).
+                func location(_ i: Int) -> RecordLocation {
                     let placement = placements[i]
                     return RecordLocation(
                         segment: segmentId, pageOffset: UInt32(writeOffset + UInt64(placement.pageStart)),
