@@ -73,9 +73,10 @@ public final class Engine: Sendable {
     // MARK: Reads
 
     /// The value under `key` in `keyspace`, or nil. - Complexity: O(1) expected for a key of at most 16 bytes (the
-    /// point index, ``EngineOptions/pointIndex``), else O(log n); plus one verified page read on a page-cache miss. A miss that does not cache the page (see the page cache in the README) checks the checksum
-    /// of the whole stored page but decodes it only as far as the value ends; ``verify()`` decodes every page
-    /// whole. - Throws: ``LucidError/Code/corruption`` if the page fails its checksum; closed; io.
+    /// point index, ``EngineOptions/pointIndex``), else O(log n); plus one verified page read on a page-cache miss.
+    /// A miss that does not cache the page (see the page cache in the README) checks the checksum of the whole
+    /// stored page but decodes it only as far as the value ends; ``verify()`` decodes every page whole.
+    /// - Throws: ``LucidError/Code/corruption`` if the page fails its checksum; closed; io.
     public func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try core.get(key, in: keyspace)
     }

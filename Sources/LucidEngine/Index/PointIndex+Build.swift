@@ -39,19 +39,24 @@ extension PointIndex {
             for (name, keyspace) in state.keyspaces {
                 var short = 0
                 keyspace.primary.forEach { key, _ in
-                    if key.count <= PointTable.maxKeyLength { short += 1 }
+                    if PointTable.holds(keyLength: key.count) { short += 1 }
                     return true
                 }
                 guard short > 0 else { continue }   // no table: the tree answers for longer keys
                 let table = PointTable(reserving: short)
-                var loader = PointTable.Loader(table)
-                var visited = 0
-                keyspace.primary.forEach { key, location in
-                    if let k = PointTable.Key(key) { loader.add(k, location) }
-                    visited += 1
-                    return visited & 0xFFFF != 0 || !cancelled.load(ordering: .relaxed)
+                PointTable.PrefetchRing<PointTable.Slot>.with { ring in
+                    var visited = 0
+                    keyspace.primary.forEach { key, location in
+                        if let k = PointTable.Key(key) {
+                            ring.add(PointTable.slot(k, location), home: table.home(k), in: table) {
+                                table.insertNew($0, from: $1)
+                            }
+                        }
+                        visited += 1
+                        return visited & 0xFFFF != 0 || !cancelled.load(ordering: .relaxed)
+                    }
+                    ring.drain { table.insertNew($0, from: $1) }
                 }
-                loader.finish()
                 if cancelled.load(ordering: .relaxed) { return nil }
                 tables[name] = table
             }

@@ -10,7 +10,7 @@ extension PointIndex {
             guard let table = tables[name] else {
                 var short = false
                 keyspace.primary.forEach { key, _ in
-                    short = key.count <= PointTable.maxKeyLength
+                    short = PointTable.holds(keyLength: key.count)
                     return !short
                 }
                 if short { problems.append("no table for keyspace \(name), which has keys of at most 16 bytes") }

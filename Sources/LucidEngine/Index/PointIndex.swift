@@ -83,7 +83,7 @@ final class PointIndex: @unchecked Sendable {
         plan.operations.withPacked { ops in
             withUnsafeTemporaryAllocation(of: Int.self, capacity: names.count) { puts in
                 puts.initialize(repeating: 0)
-                for i in 0 ..< ops.count where ops[i].kind == .put && ops[i].keyLength <= PointTable.maxKeyLength {
+                for i in 0 ..< ops.count where ops[i].kind == .put && PointTable.holds(keyLength: ops[i].keyLength) {
                     puts[ops[i].keyspace] += 1
                 }
                 for (n, name) in names.enumerated() where puts[n] > 0 {
@@ -123,47 +123,25 @@ final class PointIndex: @unchecked Sendable {
     }
 
     /// Applies `ops` in commit order, where the batch holds them (in key order they are scattered over it), to
-    /// the tables of their keyspaces; each operation's slot is asked for ``depth`` operations before it is changed,
-    /// as the slots are scattered.
+    /// the tables of their keyspaces, through a ``PointTable/PrefetchRing`` (the slots are scattered).
     private static func apply(_ ops: WriteBatch.Packed, to tables: UnsafeMutableBufferPointer<Unmanaged<PointTable>?>,
                               location: (Int) -> RecordLocation) {
-        withUnsafeTemporaryAllocation(of: Pending.self, capacity: depth) { ring in
-            var filled = 0, oldest = 0
-            func apply(_ p: Pending) {
-                let table = tables[ops[p.operation].keyspace].unsafelyUnwrapped.takeUnretainedValue()
-                switch ops[p.operation].kind {
-                case .put: table.update(location(p.operation), forKey: p.key, home: p.home)
-                case .delete: table.remove(p.key, home: p.home)
-                }
+        /// Changes operation `operation`, whose key is `key` with home `home`, in its keyspace's table.
+        func apply(_ item: (operation: Int, key: PointTable.Key), _ home: Int) {
+            let table = tables[ops[item.operation].keyspace].unsafelyUnwrapped.takeUnretainedValue()
+            switch ops[item.operation].kind {
+            case .put: table.update(location(item.operation), forKey: item.key, home: home)
+            case .delete: table.remove(item.key, home: home)
             }
+        }
+        PointTable.PrefetchRing<(operation: Int, key: PointTable.Key)>.with { ring in
             for i in 0 ..< ops.count {
                 guard let table = tables[ops[i].keyspace]?.takeUnretainedValue(),
                       let key = PointTable.Key(ops.key(i)) else { continue }
-                let home = table.home(key)
-                table.prefetch(home: home)
-                if filled < depth {
-                    ring[filled] = Pending(operation: i, key: key, home: home)
-                    filled += 1
-                    continue
-                }
-                apply(ring[oldest])
-                ring[oldest] = Pending(operation: i, key: key, home: home)
-                oldest = oldest + 1 == depth ? 0 : oldest + 1
+                ring.add((i, key), home: table.home(key), in: table, apply)
             }
-            for j in 0 ..< filled { apply(ring[(oldest + j) % filled]) }
+            ring.drain(apply)
         }
-    }
-
-    /// How many operations ahead ``publish(_:location:)`` asks for their slots.
-    private static let depth = 16
-
-    /// An operation of a commit waiting for its slot to arrive.
-    private struct Pending {
-        /// The operation's position in the batch.
-        var operation: Int
-        /// Its key, and the key's home slot in its keyspace's table.
-        var key: PointTable.Key
-        var home: Int
     }
 
     // MARK: Compaction (the writer thread)
@@ -178,7 +156,7 @@ final class PointIndex: @unchecked Sendable {
         for (k, keyspace) in plan.keyspaces.enumerated() {
             guard let t = tables.position(ofName: keyspace.name) else { continue }
             let short = (0 ..< keyspace.count).reduce(0) { n, i in
-                n + (keyspace.withKey(i) { $0.count } <= PointTable.maxKeyLength ? 1 : 0)
+                n + (PointTable.holds(keyLength: keyspace.withKey(i) { $0.count }) ? 1 : 0)
             }
             guard short > tables.values[t].capacity / 16 else { continue }
             let copy = PointTable(copying: tables.values[t])

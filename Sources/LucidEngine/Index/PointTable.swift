@@ -24,8 +24,8 @@ import Darwin
 /// **Cost.** 40 bytes per slot, about 60 per key on average between growths; O(1) expected per operation;
 /// a growth is O(capacity), done by ``grown(toHold:)`` before the writer takes the lock that readers wait on.
 ///
-/// The table's memory, its growth and its checks are in `PointTable+Memory.swift`, `PointTable+Loader.swift` and
-/// `PointTable+Invariants.swift`.
+/// The table's memory, its growth and its checks are in `PointTable+Memory.swift`, `PointTable+PrefetchRing.swift`
+/// and `PointTable+Invariants.swift`.
 ///
 /// **Thread safety.** None of its own: ``PointIndex`` reads it under the engine state's read lock and changes it
 /// under its write lock (this is one of the engine's few audited unsafe places: the slots are one raw
@@ -33,6 +33,10 @@ import Darwin
 final class PointTable: @unchecked Sendable {
     /// The longest key the table holds; longer keys are found in the primary tree.
     static let maxKeyLength = 16
+
+    /// Whether the table holds keys of `length` bytes (at most ``maxKeyLength``).
+    @inline(__always)
+    static func holds(keyLength length: Int) -> Bool { length <= maxKeyLength }
     /// The most slots in use per slot allocated before the table grows.
     static let maxLoad = 0.8
     /// The load the table grows to.
@@ -78,7 +82,7 @@ final class PointTable: @unchecked Sendable {
         @inline(__always)
         init?(_ key: UnsafeRawBufferPointer) {
             let n = key.count
-            guard n <= PointTable.maxKeyLength else { return nil }
+            guard PointTable.holds(keyLength: n) else { return nil }
             tag = UInt32(truncatingIfNeeded: n &+ 1)
             guard n > 0, let base = key.baseAddress else {
                 word0 = 0
@@ -109,7 +113,9 @@ final class PointTable: @unchecked Sendable {
         @inline(__always)
         private static func partialWord(_ base: UnsafeRawPointer, count: Int) -> UInt64 {
             var word: UInt64 = 0
-            withUnsafeMutableBytes(of: &word) { $0.baseAddress.unsafelyUnwrapped.copyMemory(from: base, byteCount: count) }
+            withUnsafeMutableBytes(of: &word) { word in
+                word.baseAddress.unsafelyUnwrapped.copyMemory(from: base, byteCount: count)
+            }
             return word
         }
     }

@@ -33,7 +33,7 @@ struct PointIndexTests {
     }
 
     static func shortKeys(_ model: EngineTest.Model) -> Int {
-        model.spaces.values.reduce(0) { $0 + $1.keys.filter { $0.count <= PointTable.maxKeyLength }.count }
+        model.spaces.values.reduce(0) { $0 + $1.keys.filter { PointTable.holds(keyLength: $0.count) }.count }
     }
 
     @Test("gets and lookUps follow puts, deletes, repeated keys, growths and reopens", arguments: [true, false])
