@@ -93,7 +93,9 @@ public final class Engine: Sendable {
     public var isClosed: Bool { core.closedFlag.isSet }
 
     /// A consistent view as of the last commit. - Complexity: O(1).
-    public func snapshot() -> Snapshot { Snapshot(core: core, state: core.currentState()) }
+    public func snapshot() -> Snapshot {
+        core.state.read { Snapshot(core: core, state: copy $0, pointEpoch: core.points.epoch) }
+    }
 
     /// The records of `range`, in key order (descending when `reverse`), at most `limit`; reads a snapshot, so
     /// concurrent commits are either wholly visible or not at all. - Complexity: O(log n + k), one page read

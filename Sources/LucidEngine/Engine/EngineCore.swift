@@ -110,6 +110,15 @@ final class EngineCore: Sendable {
         return location
     }
 
+    /// `body`'s answer from the point index, under a hold of the state's read lock, when the index has not changed
+    /// since it had `epoch` (``PointIndex/epoch``, read with a snapshot's state): its tables then hold exactly that
+    /// snapshot's keys of at most 16 bytes. Nil when it has changed since, or is off. O(1) plus `body`.
+    @inline(__always)
+    func withPointIndex<R>(asOf epoch: UInt64, _ body: (PointIndex) -> R) -> R? {
+        guard points.isEnabled else { return nil }
+        return state.read { _ in points.epoch == epoch ? body(points) : nil }
+    }
+
     /// Reads a value at a location, verifying its page on a cache miss.
     func readValue(_ location: RecordLocation, file: SegmentFile?, lookingUpRecord: Bool = true) throws -> [UInt8] {
         try PageFetch.value(at: location, file: file, cache: cache, storePath: path, lookingUpRecord: lookingUpRecord)

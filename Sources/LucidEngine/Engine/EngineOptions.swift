@@ -117,8 +117,9 @@ public struct EngineOptions: Sendable {
     /// records (README, "Point reads"), random gets ran 1.3-1.4× as fast with LZ4 pages. The cost: about 60 bytes
     /// of memory per such key (the table holds the key and its record's location), one hashed update per written
     /// or deleted key, and a build after open, O(keys), on a thread of its own (reads use the trees until it is
-    /// done; the first commit, a compaction's swap and close wait for it). Snapshots, scans, index queries and
-    /// longer keys use the trees either way.
+    /// done; the first commit, a compaction's swap and close wait for it). A snapshot's point reads (and so the
+    /// records of an index query) use the table while it is unchanged since the snapshot was taken, the
+    /// snapshot's trees after that; scans and longer keys use the trees either way.
     public var pointIndex: Bool = true
     /// Size after which the active segment is sealed and a new one started. Default 64 MiB (1 MiB ... 1 GiB).
     public var segmentSize: UInt64 = Format.defaultSegmentSize

@@ -17,11 +17,12 @@ public struct RecordHandle: Sendable, Hashable {
 }
 
 extension Snapshot {
-    /// The record under `key`, without reading its value, or nil. - Complexity: O(log n), no I/O.
+    /// The record under `key`, without reading its value, or nil. - Complexity: as ``get(_:in:)``'s lookup (O(1)
+    /// expected while the point index answers, else O(log n)), no I/O.
     /// - Throws: ``LucidError/Code/closed`` once the engine is closed (as ``get(_:in:)``).
     public func handle(forKey key: [UInt8], in keyspace: String) throws -> RecordHandle? {
         try core.checkOpen()
-        guard let location = state.location(forKey: key, in: keyspace) else { return nil }
+        guard let location = location(forKey: key, in: keyspace) else { return nil }
         return RecordHandle(location: location, engine: ObjectIdentifier(core))
     }
 
@@ -38,13 +39,14 @@ extension Snapshot {
     }
 
     /// The records under `keys` (``handle(forKey:in:)`` for each, in order), looked up together as
-    /// ``values(forKeys:in:)`` looks them up. - Complexity: O(m log n) for m keys, no I/O.
+    /// ``values(forKeys:in:)`` looks them up. - Complexity: as ``values(forKeys:in:)``'s lookups, no I/O.
     /// - Throws: ``LucidError/Code/closed`` once the engine is closed.
     public func handles(forKeys keys: [[UInt8]], in keyspace: String) throws -> [RecordHandle?] {
         try core.checkOpen()
-        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in nil } }
         let engine = ObjectIdentifier(core)
-        return tree.values(forKeys: keys) { location in location.map { RecordHandle(location: $0, engine: engine) } }
+        return locations(forKeys: keys, in: keyspace).map { location in
+            location.map { RecordHandle(location: $0, engine: engine) }
+        }
     }
 
     /// The values of records this snapshot found (``value(of:)`` for each, in order), read together as

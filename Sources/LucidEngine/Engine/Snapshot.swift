@@ -2,32 +2,38 @@
 ///
 /// Taking one costs O(1); it sees whole committed batches only and never changes, while the writer goes on.
 /// It keeps the segment files it needs open until it is released, and its existence makes the writer copy the
-/// B-tree nodes it modifies (copy-on-write), so do not hold snapshots longer than needed. Reads throw
-/// ``LucidError/Code/closed`` once the engine is closed.
+/// B-tree nodes it modifies (copy-on-write), so do not hold snapshots longer than needed. Its point reads take the
+/// engine's point index while no commit or compaction has followed it (one hashed probe per key), its trees after
+/// that (a descent per key). Reads throw ``LucidError/Code/closed`` once the engine is closed.
 public struct Snapshot: Sendable {
     let core: EngineCore
     let state: EngineState
+    /// The engine's ``PointIndex/epoch`` when the snapshot was taken: while the index keeps it, the snapshot's point
+    /// reads take the index's answers (`Snapshot+PointReads.swift`).
+    let pointEpoch: UInt64
 
     /// The sequence number of the last commit this snapshot sees.
     public var sequence: UInt64 { state.lastSequence }
 
-    /// The value under `key`, or nil. - Complexity: O(log n) plus one page read on a cache miss.
+    /// The value under `key`, or nil. - Complexity: O(1) expected for a key of at most 16 bytes while no commit or
+    /// compaction has followed the snapshot (the point index answers, see `Snapshot+PointReads.swift`), else
+    /// O(log n); plus one page read on a cache miss.
     /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum, ``LucidError/Code/io``, closed.
     public func get(_ key: [UInt8], in keyspace: String) throws -> [UInt8]? {
         try core.checkOpen()
-        guard let location = state.location(forKey: key, in: keyspace) else { return nil }
+        guard let location = location(forKey: key, in: keyspace) else { return nil }
         return try core.readValue(location, file: state.segments[UInt64(location.segment)])
     }
 
     /// The values under `keys` in `keyspace`, in the order of `keys` (nil for a key without one): the same as
     /// ``get(_:in:)`` for each key, faster for many keys scattered over a large store, because the lookups proceed
     /// together and their waits for memory overlap (the index queries' records are read this way).
-    /// - Complexity: O(m log n) for m keys, plus one page read per key whose page is not cached.
+    /// - Complexity: O(m) expected while the point index answers (as ``get(_:in:)``), else O(m log n), for m
+    ///   keys; plus one page read per key whose page is not cached.
     /// - Throws: as ``get(_:in:)``, for the first key in order whose read fails.
     public func values(forKeys keys: [[UInt8]], in keyspace: String) throws -> [[UInt8]?] {
         try core.checkOpen()
-        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in nil } }
-        return try readValues(tree.values(forKeys: keys))
+        return try readValues(locations(forKeys: keys, in: keyspace))
     }
 
     /// The values of the records at `locations`, in order (nil for nil). A store that reads pages in place
@@ -79,19 +85,21 @@ public struct Snapshot: Sendable {
         }
     }
 
-    /// Whether `key` holds a value, without reading it. - Complexity: O(log n), no I/O.
+    /// Whether `key` holds a value, without reading it. - Complexity: as ``get(_:in:)``'s lookup (O(1) expected
+    /// while the point index answers, else O(log n)), no I/O.
     public func contains(_ key: [UInt8], in keyspace: String) -> Bool {
-        state.location(forKey: key, in: keyspace) != nil
+        location(forKey: key, in: keyspace) != nil
     }
 
     /// The index terms stored with the record under `key`, in the order they were committed (empty when it has
     /// none), or nil when there is no such record. Lets a tool copy records with their terms (`lucidctl dump`).
-    /// - Complexity: O(log n) plus one verified page read on a cache miss (the terms follow the value in its page).
+    /// - Complexity: the lookup as ``get(_:in:)``'s, plus one verified page read on a cache miss (the terms follow
+    ///   the value in its page).
     /// - Throws: ``LucidError/Code/corruption`` when the page fails its checksum or the terms do not decode,
     ///   ``LucidError/Code/io``, closed.
     public func indexTerms(forKey key: [UInt8], in keyspace: String) throws -> [IndexTerm]? {
         try core.checkOpen()
-        guard let location = state.location(forKey: key, in: keyspace) else { return nil }
+        guard let location = location(forKey: key, in: keyspace) else { return nil }
         return try PageFetch.terms(at: location, file: state.segments[UInt64(location.segment)], cache: core.cache,
                                    storePath: core.path)
     }

@@ -64,7 +64,10 @@ extension PointIndex {
     }
 
     /// Under the state's write lock: makes `built` the tables. O(keyspaces).
-    func install(built: Built) { tables = built.tables }
+    func install(built: Built) {
+        tables = built.tables
+        epoch &+= 1
+    }
 
     /// Under the state's write lock, once the build is done or cancelled: drops every table (the engine closes).
     /// Returns them, to drop after the lock.
@@ -72,6 +75,7 @@ extension PointIndex {
         defer {
             tables = [:]
             prepared = [:]
+            epoch &+= 1
         }
         return Array(tables.values) + Array(prepared.values)
     }

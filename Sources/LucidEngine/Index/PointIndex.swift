@@ -3,8 +3,9 @@ import Synchronization
 
 /// The published state's ``PointTable``s, one per keyspace: ``Engine/get(_:in:)`` and ``Engine/lookUp(_:in:)`` find
 /// a key of at most ``PointTable/maxKeyLength`` bytes with one hashed probe instead of a descent through the
-/// keyspace's primary tree (``EngineOptions/pointIndex``). Snapshots never use it: it follows the published
-/// state only, and a snapshot's own trees answer for it.
+/// keyspace's primary tree (``EngineOptions/pointIndex``). It follows the published state only: a snapshot's
+/// point reads use it only while it has not changed since the snapshot was taken (``epoch``), and the snapshot's
+/// own trees answer otherwise.
 ///
 /// **Exactness.** Once built, for every keyspace of the published state that has keys of at most 16 bytes, its
 /// table holds exactly those keys of the primary tree, each with the tree's location (a keyspace without such keys
@@ -45,6 +46,11 @@ final class PointIndex: @unchecked Sendable {
     var tables: [String: PointTable] = [:]
     /// Tables ``prepare(_:)`` built for the next ``publish(_:location:)``, by keyspace.
     var prepared: [String: PointTable] = [:]
+    /// Counts the changes to ``tables`` (each under the state's write lock): while it keeps the value it had when a
+    /// snapshot was taken (read under the same hold of the read lock as the snapshot's state), the tables hold
+    /// exactly that state's keys of at most 16 bytes, so the snapshot may take their answers (``Snapshot``'s point
+    /// reads, `Snapshot+PointReads.swift`).
+    var epoch: UInt64 = 0
 
     /// Entered while the build after open runs.
     let building = DispatchGroup()
@@ -64,6 +70,26 @@ final class PointIndex: @unchecked Sendable {
     func location(forKey key: UnsafeRawBufferPointer, in keyspace: String) -> Answer {
         guard let k = PointTable.Key(key), let t = tables.position(ofName: keyspace) else { return .unknown }
         return tables.values[t].location(forKey: k).map { .found($0) } ?? .absent
+    }
+
+    /// What the index knows of each of `keys` in `keyspace`, written to `answers` (as many as `keys`, in their
+    /// order): ``location(forKey:in:)`` for each, the probes' loads overlapped through a
+    /// ``PointTable/PrefetchRing`` (the slots are scattered). O(keys) expected.
+    func locations(forKeys keys: ArraySlice<[UInt8]>, in keyspace: String,
+                   into answers: UnsafeMutableBufferPointer<Answer>) {
+        guard let t = tables.position(ofName: keyspace) else { return }
+        let table = tables.values[t]
+        let first = keys.startIndex
+        func answer(_ item: (index: Int, key: PointTable.Key), _ home: Int) {
+            answers[item.index] = table.find(item.key, from: home).map { .found(table.slots[$0].location) } ?? .absent
+        }
+        PointTable.PrefetchRing<(index: Int, key: PointTable.Key)>.with { ring in
+            for i in keys.indices {
+                guard let k = keys[i].withUnsafeBytes({ PointTable.Key($0) }) else { continue }
+                ring.add((i - first, k), home: table.home(k), in: table, answer)
+            }
+            ring.drain(answer)
+        }
     }
 
     /// Keys held and bytes of memory taken, over every table.
@@ -105,6 +131,7 @@ final class PointIndex: @unchecked Sendable {
     /// written. Returns the tables replaced, to drop after the lock. O(operations) expected.
     func publish(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) -> Retired {
         guard isEnabled else { return [] }
+        epoch &+= 1
         var retired: Retired = []
         for (name, table) in prepared {
             if let old = tables.updateValue(table, forKey: name) { retired.append(old) }
@@ -171,6 +198,7 @@ final class PointIndex: @unchecked Sendable {
     /// keyspaces).
     func install(_ relocation: Relocation) -> Retired {
         guard isEnabled else { return [] }
+        epoch &+= 1
         var retired: Retired = []
         for keyspace in relocation.plan.keyspaces {
             if let table = relocation.tables[keyspace.name] {

@@ -1,0 +1,79 @@
+/// A snapshot's point reads: the engine's point index (``PointIndex``) answers them while it still describes the
+/// snapshot's state, the snapshot's primary trees otherwise.
+///
+/// The index follows the published state: each commit group, compaction swap, the build after open and close
+/// change it, each under the state's write lock, and each changes its ``PointIndex/epoch``. A snapshot reads the
+/// epoch with its state, under one hold of the read lock (``Engine/snapshot()``). While the epoch is unchanged,
+/// the index's tables hold exactly the snapshot's keys of at most 16 bytes with their locations, so an answer
+/// found under the read lock with the epoch still equal is the tree's. A snapshot of a store that is not being
+/// written (or one taken just now) finds its keys with one hashed probe each instead of a descent through a tree
+/// of millions of keys (the records an index query names, a data layer's fetches); an older one finds them in
+/// its trees, as it always did. Debug builds compare every answer of the index with the tree's.
+extension Snapshot {
+    /// The most keys one hold of the state's read lock probes for: commits wait for the hold to end.
+    static var pointReadChunk: Int { 256 }
+
+    /// The location of `key` in this snapshot's `keyspace`, or nil. O(1) expected while the point index still
+    /// describes the snapshot (one hashed probe under a brief hold of the state's read lock), else O(log n).
+    func location(forKey key: [UInt8], in keyspace: String) -> RecordLocation? {
+        if PointTable.holds(keyLength: key.count),
+           let answer = core.withPointIndex(asOf: pointEpoch, { points in
+               key.withUnsafeBytes { points.location(forKey: $0, in: keyspace) }
+           }) {
+            switch answer {
+            case .found(let location): return checked(location, forKey: key, in: keyspace)
+            case .absent: return checked(nil, forKey: key, in: keyspace)
+            case .unknown: break
+            }
+        }
+        return state.location(forKey: key, in: keyspace)
+    }
+
+    /// The locations of `keys` in this snapshot's `keyspace`, in their order (nil for a key without a record):
+    /// ``location(forKey:in:)`` for each. The point index answers, ``pointReadChunk`` keys per hold of the read
+    /// lock with their probes overlapped, while it still describes the snapshot; the keys it cannot answer (longer
+    /// than 16 bytes, or met after it changed) descend the primary tree together (`BTree.values(forKeys:)`).
+    /// O(m) expected for m keys the index answers, O(m log n) otherwise.
+    func locations(forKeys keys: [[UInt8]], in keyspace: String) -> [RecordLocation?] {
+        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in nil } }
+        guard core.points.isEnabled, !keys.isEmpty else { return tree.values(forKeys: keys) }
+        var answers = [PointIndex.Answer](repeating: .unknown, count: keys.count)
+        answers.withUnsafeMutableBufferPointer { answers in
+            for start in stride(from: 0, to: keys.count, by: Self.pointReadChunk) {
+                let end = min(keys.count, start + Self.pointReadChunk)
+                let answered: Void? = core.withPointIndex(asOf: pointEpoch) { points in
+                    points.locations(forKeys: keys[start ..< end], in: keyspace,
+                                     into: UnsafeMutableBufferPointer(rebasing: answers[start ..< end]))
+                }
+                if answered == nil { break }   // the index changed: the rest are the tree's
+            }
+        }
+        var locations = [RecordLocation?](repeating: nil, count: keys.count)
+        var unknown: [Int] = []
+        for (i, answer) in answers.enumerated() {
+            switch answer {
+            case .found(let location): locations[i] = location
+            case .absent: break
+            case .unknown: unknown.append(i)
+            }
+        }
+        if unknown.count == keys.count { return tree.values(forKeys: keys) }
+        if !unknown.isEmpty {
+            for (i, location) in zip(unknown, tree.values(forKeys: unknown.map { keys[$0] })) { locations[i] = location }
+        }
+        #if LUCID_INTERNAL_CHECKS
+        for (key, location) in zip(keys, locations) { _ = checked(location, forKey: key, in: keyspace) }
+        #endif
+        return locations
+    }
+
+    /// `location`, the point index's answer for `key`; debug builds first check it against the snapshot's tree.
+    @inline(__always)
+    private func checked(_ location: RecordLocation?, forKey key: [UInt8], in keyspace: String) -> RecordLocation? {
+        #if LUCID_INTERNAL_CHECKS
+        precondition(location == state.location(forKey: key, in: keyspace),
+                     "point index: \(key) in \(keyspace) is not where the snapshot's primary tree has it")
+        #endif
+        return location
+    }
+}
