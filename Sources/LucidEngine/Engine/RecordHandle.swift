@@ -44,7 +44,7 @@ extension Snapshot {
     public func handles(forKeys keys: [[UInt8]], in keyspace: String) throws -> [RecordHandle?] {
         try core.checkOpen()
         let engine = ObjectIdentifier(core)
-        return locations(forKeys: keys, in: keyspace).map { location in
+        return locations(forKeys: keys, in: keyspace) { location in
             location.map { RecordHandle(location: $0, engine: engine) }
         }
     }

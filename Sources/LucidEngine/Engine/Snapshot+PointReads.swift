@@ -35,10 +35,15 @@ extension Snapshot {
     /// than 16 bytes, or met after it changed) descend the primary tree together (`BTree.values(forKeys:)`).
     /// O(m) expected for m keys the index answers, O(m log n) otherwise.
     func locations(forKeys keys: [[UInt8]], in keyspace: String) -> [RecordLocation?] {
-        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in nil } }
-        guard core.points.isEnabled, !keys.isEmpty else { return tree.values(forKeys: keys) }
-        var answers = [PointIndex.Answer](repeating: .unknown, count: keys.count)
-        answers.withUnsafeMutableBufferPointer { answers in
+        locations(forKeys: keys, in: keyspace) { $0 }
+    }
+
+    /// ``locations(forKeys:in:)`` with each location passed through `transform`: one array, the result.
+    func locations<T>(forKeys keys: [[UInt8]], in keyspace: String, _ transform: (RecordLocation?) -> T) -> [T] {
+        guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in transform(nil) } }
+        guard core.points.isEnabled, !keys.isEmpty else { return tree.values(forKeys: keys, transform) }
+        return withUnsafeTemporaryAllocation(of: PointIndex.Answer.self, capacity: keys.count) { answers in
+            answers.initialize(repeating: .unknown)
             for start in stride(from: 0, to: keys.count, by: Self.pointReadChunk) {
                 let end = min(keys.count, start + Self.pointReadChunk)
                 let answered: Void? = core.withPointIndex(asOf: pointEpoch) { points in
@@ -47,24 +52,21 @@ extension Snapshot {
                 }
                 if answered == nil { break }   // the index changed: the rest are the tree's
             }
-        }
-        var locations = [RecordLocation?](repeating: nil, count: keys.count)
-        var unknown: [Int] = []
-        for (i, answer) in answers.enumerated() {
-            switch answer {
-            case .found(let location): locations[i] = location
-            case .absent: break
-            case .unknown: unknown.append(i)
+            var unknown: [[UInt8]] = []
+            for (i, answer) in answers.enumerated() { if case .unknown = answer { unknown.append(keys[i]) } }
+            if unknown.count == keys.count { return tree.values(forKeys: keys, transform) }
+            let fromTree = unknown.isEmpty ? [] : tree.values(forKeys: unknown)
+            var next = 0
+            return answers.indices.map { i in
+                switch answers[i] {
+                case .found(let location): return transform(checked(location, forKey: keys[i], in: keyspace))
+                case .absent: return transform(checked(nil, forKey: keys[i], in: keyspace))
+                case .unknown:
+                    defer { next += 1 }
+                    return transform(fromTree[next])
+                }
             }
         }
-        if unknown.count == keys.count { return tree.values(forKeys: keys) }
-        if !unknown.isEmpty {
-            for (i, location) in zip(unknown, tree.values(forKeys: unknown.map { keys[$0] })) { locations[i] = location }
-        }
-        #if LUCID_INTERNAL_CHECKS
-        for (key, location) in zip(keys, locations) { _ = checked(location, forKey: key, in: keyspace) }
-        #endif
-        return locations
     }
 
     /// `location`, the point index's answer for `key`; debug builds first check it against the snapshot's tree.
