@@ -78,7 +78,8 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
         try getNow(identifier)
     }
 
-    /// Synchronous ``get(byID:)``: one B-tree lookup (two for a local-only id of a synced entity) and a decode;
+    /// Synchronous ``get(byID:)``: one engine lookup (``LucidEngine/Engine/lookUp(_:in:)``: a point-index probe or
+    /// a B-tree descent; two for a local-only id of a synced entity) and a decode;
     /// none of them when the decoded-entity cache knows the record to be the snapshot's, the lookup alone when it
     /// holds the record but must check it is still the key's (see ``EntityCacheTable``).
     ///

@@ -83,8 +83,9 @@ public final class Engine: Sendable {
 
     /// The values under `keys` in `keyspace`, in the order of `keys` (nil where a key has none), from one
     /// snapshot: ``get(_:in:)`` for many keys at once, faster for keys scattered over a large store (see
-    /// ``Snapshot/values(forKeys:in:)``). - Complexity: O(m log n), plus one page read per key whose page is not
-    /// cached. - Throws: as ``get(_:in:)``.
+    /// ``Snapshot/values(forKeys:in:)``). - Complexity: O(m) expected for keys of at most 16 bytes (the point index
+    /// answers a snapshot taken now, unless a commit lands meanwhile), else O(m log n); plus one page read per key
+    /// whose page is not cached. - Throws: as ``get(_:in:)``.
     public func values(forKeys keys: [[UInt8]], in keyspace: String) throws -> [[UInt8]?] {
         try snapshot().values(forKeys: keys, in: keyspace)
     }
@@ -94,7 +95,7 @@ public final class Engine: Sendable {
 
     /// A consistent view as of the last commit. - Complexity: O(1).
     public func snapshot() -> Snapshot {
-        core.state.read { Snapshot(core: core, state: copy $0, pointEpoch: core.points.epoch) }
+        core.state.read { Snapshot(core: core, state: copy $0, pointEpoch: core.points.epoch.load(ordering: .relaxed)) }
     }
 
     /// The records of `range`, in key order (descending when `reverse`), at most `limit`; reads a snapshot, so

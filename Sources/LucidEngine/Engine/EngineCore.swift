@@ -112,11 +112,12 @@ final class EngineCore: Sendable {
 
     /// `body`'s answer from the point index, under a hold of the state's read lock, when the index has not changed
     /// since it had `epoch` (``PointIndex/epoch``, read with a snapshot's state): its tables then hold exactly that
-    /// snapshot's keys of at most 16 bytes. Nil when it has changed since, or is off. O(1) plus `body`.
+    /// snapshot's keys of at most 16 bytes. Nil when it has changed since, or is off. O(1) plus `body`; a change
+    /// seen before taking the lock (the epoch only grows) is answered without it.
     @inline(__always)
     func withPointIndex<R>(asOf epoch: UInt64, _ body: (PointIndex) -> R) -> R? {
-        guard points.isEnabled else { return nil }
-        return state.read { _ in points.epoch == epoch ? body(points) : nil }
+        guard points.isEnabled, points.epoch.load(ordering: .relaxed) == epoch else { return nil }
+        return state.read { _ in points.epoch.load(ordering: .relaxed) == epoch ? body(points) : nil }
     }
 
     /// Reads a value at a location, verifying its page on a cache miss.

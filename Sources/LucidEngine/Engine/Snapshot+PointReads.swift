@@ -40,17 +40,28 @@ extension Snapshot {
 
     /// ``locations(forKeys:in:)`` with each location passed through `transform`: one array, the result.
     func locations<T>(forKeys keys: [[UInt8]], in keyspace: String, _ transform: (RecordLocation?) -> T) -> [T] {
+        locations(forKeys: keys, in: keyspace, chunk: Self.pointReadChunk, betweenChunks: nil, transform)
+    }
+
+    /// ``locations(forKeys:in:_:)`` asking the point index for `chunk` keys per hold of the read lock, calling
+    /// `betweenChunks` (tests: a commit there) after each chunk but the last.
+    func locations<T>(forKeys keys: [[UInt8]], in keyspace: String, chunk: Int, betweenChunks: (() -> Void)?,
+                      _ transform: (RecordLocation?) -> T) -> [T] {
         guard let tree = state.keyspace(keyspace)?.primary else { return keys.map { _ in transform(nil) } }
-        guard core.points.isEnabled, !keys.isEmpty else { return tree.values(forKeys: keys, transform) }
+        guard core.points.isEnabled, keys.contains(where: { PointTable.holds(keyLength: $0.count) }) else {
+            return tree.values(forKeys: keys, transform)
+        }
         return withUnsafeTemporaryAllocation(of: PointIndex.Answer.self, capacity: keys.count) { answers in
             answers.initialize(repeating: .unknown)
-            for start in stride(from: 0, to: keys.count, by: Self.pointReadChunk) {
-                let end = min(keys.count, start + Self.pointReadChunk)
-                let answered: Void? = core.withPointIndex(asOf: pointEpoch) { points in
+            for start in stride(from: 0, to: keys.count, by: chunk) {
+                let end = min(keys.count, start + chunk)
+                let answered = core.withPointIndex(asOf: pointEpoch) { points in
                     points.locations(forKeys: keys[start ..< end], in: keyspace,
                                      into: UnsafeMutableBufferPointer(rebasing: answers[start ..< end]))
                 }
-                if answered == nil { break }   // the index changed: the rest are the tree's
+                // The index changed (the rest are the tree's), or the keyspace has no table (none are the index's).
+                guard answered == true else { break }
+                if end < keys.count { betweenChunks?() }
             }
             var unknown: [[UInt8]] = []
             for (i, answer) in answers.enumerated() { if case .unknown = answer { unknown.append(keys[i]) } }

@@ -3,8 +3,10 @@
 /// Taking one costs O(1); it sees whole committed batches only and never changes, while the writer goes on.
 /// It keeps the segment files it needs open until it is released, and its existence makes the writer copy the
 /// B-tree nodes it modifies (copy-on-write), so do not hold snapshots longer than needed. Its point reads take the
-/// engine's point index while no commit or compaction has followed it (one hashed probe per key), its trees after
-/// that (a descent per key). Reads throw ``LucidError/Code/closed`` once the engine is closed.
+/// engine's point index while no commit or compaction has followed it (one hashed probe per key, under a brief hold
+/// of the engine's read lock, which may wait for a commit's exclusive section), its trees otherwise (a descent per
+/// key): after a change, and in a snapshot taken before the index's build after open was done. Reads throw
+/// ``LucidError/Code/closed`` once the engine is closed.
 public struct Snapshot: Sendable {
     let core: EngineCore
     let state: EngineState

@@ -66,7 +66,7 @@ extension PointIndex {
     /// Under the state's write lock: makes `built` the tables. O(keyspaces).
     func install(built: Built) {
         tables = built.tables
-        epoch &+= 1
+        changed()
     }
 
     /// Under the state's write lock, once the build is done or cancelled: drops every table (the engine closes).
@@ -75,7 +75,7 @@ extension PointIndex {
         defer {
             tables = [:]
             prepared = [:]
-            epoch &+= 1
+            changed()
         }
         return Array(tables.values) + Array(prepared.values)
     }

@@ -12,7 +12,8 @@ import Synchronization
 /// may have no table). The writer changes the two in one exclusive section of the state's lock
 /// (``publish(_:location:)``, ``install(_:)``); close drops the tables. A key longer than 16 bytes, or a keyspace
 /// without a table, is ``Answer/unknown``: the tree answers. Debug builds compare every answer with the tree's
-/// (`EngineCore.location(forKey:in:of:)`), and ``checkInvariants(against:)`` compares whole tables.
+/// (`EngineCore.location(forKey:in:of:)`, and a snapshot's `Snapshot.checked(_:forKey:in:)`), and
+/// ``checkInvariants(against:)`` compares whole tables.
 ///
 /// **Open.** The tables are built on a thread of their own from the state recovery published
 /// (`PointIndex+Build.swift`), so that open does not wait for them (about 60 ms per million keys); until they are
@@ -25,7 +26,8 @@ import Synchronization
 /// Tables are built, grown and copied without the lock, and those they replace are freed after it is released (the
 /// methods that run under it return them: ``Retired``).
 ///
-/// **Thread safety.** Readers call ``location(forKey:in:)`` holding the engine state's read lock. The tables change
+/// **Thread safety.** Readers call ``location(forKey:in:)`` and ``locations(forKeys:in:into:)`` holding the engine
+/// state's read lock (a snapshot's reads only while ``epoch`` is the snapshot's). The tables change
 /// only under its write lock: installed by the build, then changed by the thread that publishes states (the
 /// writer), which builds grown and relocated tables without the lock first (``prepare(_:)``, ``relocated(by:)``),
 /// copying tables that readers go on reading meanwhile and that nothing else changes.
@@ -46,11 +48,12 @@ final class PointIndex: @unchecked Sendable {
     var tables: [String: PointTable] = [:]
     /// Tables ``prepare(_:)`` built for the next ``publish(_:location:)``, by keyspace.
     var prepared: [String: PointTable] = [:]
-    /// Counts the changes to ``tables`` (each under the state's write lock): while it keeps the value it had when a
-    /// snapshot was taken (read under the same hold of the read lock as the snapshot's state), the tables hold
-    /// exactly that state's keys of at most 16 bytes, so the snapshot may take their answers (``Snapshot``'s point
-    /// reads, `Snapshot+PointReads.swift`).
-    var epoch: UInt64 = 0
+    /// Counts the changes to ``tables`` (each under the state's write lock, ``changed()``): while it keeps the value
+    /// it had when a snapshot was taken (read under the same hold of the read lock as the snapshot's state), the
+    /// tables hold exactly that state's keys of at most 16 bytes, so the snapshot may take their answers
+    /// (``Snapshot``'s point reads, `Snapshot+PointReads.swift`). Atomic so that a snapshot can tell without the
+    /// lock that it changed: it only grows, so a value seen to differ never comes back.
+    let epoch = Atomic<UInt64>(0)
 
     /// Entered while the build after open runs.
     let building = DispatchGroup()
@@ -63,6 +66,9 @@ final class PointIndex: @unchecked Sendable {
 
     init(enabled: Bool) { isEnabled = enabled }
 
+    /// Under the state's write lock, with each change to ``tables``: a new ``epoch``.
+    func changed() { epoch.add(1, ordering: .relaxed) }
+
     // MARK: Reading (the state's read lock held)
 
     /// What the index knows of `key` in `keyspace`. O(1) expected.
@@ -74,10 +80,12 @@ final class PointIndex: @unchecked Sendable {
 
     /// What the index knows of each of `keys` in `keyspace`, written to `answers` (as many as `keys`, in their
     /// order): ``location(forKey:in:)`` for each, the probes' loads overlapped through a
-    /// ``PointTable/PrefetchRing`` (the slots are scattered). O(keys) expected.
+    /// ``PointTable/PrefetchRing`` (the slots are scattered). Returns false, writing nothing, when the keyspace has
+    /// no table (every answer ``Answer/unknown``). O(keys) expected.
+    @discardableResult
     func locations(forKeys keys: ArraySlice<[UInt8]>, in keyspace: String,
-                   into answers: UnsafeMutableBufferPointer<Answer>) {
-        guard let t = tables.position(ofName: keyspace) else { return }
+                   into answers: UnsafeMutableBufferPointer<Answer>) -> Bool {
+        guard let t = tables.position(ofName: keyspace) else { return false }
         let table = tables.values[t]
         let first = keys.startIndex
         func answer(_ item: (index: Int, key: PointTable.Key), _ home: Int) {
@@ -90,6 +98,7 @@ final class PointIndex: @unchecked Sendable {
             }
             ring.drain(answer)
         }
+        return true
     }
 
     /// Keys held and bytes of memory taken, over every table.
@@ -131,7 +140,7 @@ final class PointIndex: @unchecked Sendable {
     /// written. Returns the tables replaced, to drop after the lock. O(operations) expected.
     func publish(_ plan: CommitGroupPlan, location: (Int) -> RecordLocation) -> Retired {
         guard isEnabled else { return [] }
-        epoch &+= 1
+        changed()
         var retired: Retired = []
         for (name, table) in prepared {
             if let old = tables.updateValue(table, forKey: name) { retired.append(old) }
@@ -198,7 +207,7 @@ final class PointIndex: @unchecked Sendable {
     /// keyspaces).
     func install(_ relocation: Relocation) -> Retired {
         guard isEnabled else { return [] }
-        epoch &+= 1
+        changed()
         var retired: Retired = []
         for keyspace in relocation.plan.keyspaces {
             if let table = relocation.tables[keyspace.name] {

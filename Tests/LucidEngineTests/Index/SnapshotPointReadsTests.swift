@@ -118,7 +118,9 @@ struct SnapshotPointReadsTests {
             let snapshot = engine.snapshot()
             // A writer overwrites every key while the snapshot reads them all, many times: whichever chunk a commit
             // lands before, each value read is the snapshot's.
+            let finished = DispatchSemaphore(value: 0)
             let writer = Thread {
+                defer { finished.signal() }
                 for round in 0 ..< 20 {
                     var batch = WriteBatch()
                     for key in keys { batch.put(key + [UInt8(round + 2)], forKey: key, in: "alpha") }
@@ -130,6 +132,42 @@ struct SnapshotPointReadsTests {
                 let values = try snapshot.values(forKeys: keys, in: "alpha")
                 #expect(values == keys.map { $0 + [1] })
             }
+            finished.wait()   // the writer's commits are done before the engine closes
+        }
+    }
+
+    @Test("a batch read that a commit interrupts takes the index's answers before it, the snapshot's trees' after")
+    func commitBetweenChunks() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: PointIndexTests.options())
+            defer { try? engine.close() }
+            // 300 keys of 4 bytes and, every tenth, one of 20 (the tree's in every chunk).
+            let keys = (0 ..< 300).map { i in
+                withUnsafeBytes(of: UInt32(i).bigEndian, Array.init) + (i % 10 == 9 ? [UInt8](repeating: 7, count: 16) : [])
+            }
+            var batch = WriteBatch()
+            for key in keys.dropLast(50) { batch.put(key + [1], forKey: key, in: "alpha") }   // the last 50: absent
+            try engine.commitAndWait(batch)
+            engine.core.points.waitUntilBuilt()
+            let snapshot = engine.snapshot()
+            let expected = keys.map { snapshot.state.location(forKey: $0, in: "alpha") }
+            var seen: [(before: Bool, after: Bool)] = []
+            let locations = snapshot.locations(forKeys: keys, in: "alpha", chunk: 100, betweenChunks: {
+                let before = Self.indexAnswers(engine, snapshot)
+                // Every key written again or deleted, the absent ones put: each chunk's answers change.
+                var change = WriteBatch()
+                for (i, key) in keys.enumerated() {
+                    if i % 3 == 0 { change.delete(key, in: "alpha") } else { change.put(key + [2], forKey: key, in: "alpha") }
+                }
+                _ = try? engine.commitAndWait(change)
+                seen.append((before, Self.indexAnswers(engine, snapshot)))
+            }) { $0 }
+            // Once the index has changed the rest go to the tree: no second chunk is asked of it.
+            #expect(seen.count == 1)
+            #expect(seen.first.map { $0.before && !$0.after } == true, "the index answered the first chunk, not the second")
+            #expect(locations == expected)
+            #expect(try snapshot.values(forKeys: keys, in: "alpha") == keys.enumerated().map { $0 < 250 ? $1 + [1] : nil })
+            #expect(try engine.get(keys[1], in: "alpha") == keys[1] + [2])
         }
     }
 }
