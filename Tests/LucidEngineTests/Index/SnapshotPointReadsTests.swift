@@ -105,6 +105,31 @@ struct SnapshotPointReadsTests {
         }
     }
 
+    @Test("a keyspace of long keys only has no table: a snapshot's short keys there are absent, its long keys found")
+    func keyspaceWithoutTable() throws {
+        try EngineTest.withTemporaryDirectory { dir in
+            let engine = try Engine.open(at: dir, options: PointIndexTests.options())
+            defer { try? engine.close() }
+            let long = (0 ..< 40).map { [UInt8](repeating: UInt8($0), count: 20) }
+            var batch = WriteBatch()
+            for key in long { batch.put(key, forKey: key, in: "long") }
+            batch.put([1], forKey: [1], in: "short")
+            try engine.commitAndWait(batch)
+            engine.core.points.waitUntilBuilt()
+            #expect(engine.core.state.read { _ in engine.core.points.tables["long"] == nil })
+            let snapshot = engine.snapshot()
+            #expect(Self.indexAnswers(engine, snapshot))
+            let keys = long + [[1], [2], Array(long[0].prefix(16))]
+            var model = EngineTest.Model()
+            model.apply(long.map { .put(keyspace: "long", key: $0, value: $0) } + [.put(keyspace: "short", key: [1], value: [1])])
+            for keyspace in ["long", "short"] {
+                let values = try snapshot.values(forKeys: keys, in: keyspace)
+                #expect(values == keys.map { model.spaces[keyspace]?[$0] }, "\(keyspace)")
+                #expect(try snapshot.get([1], in: keyspace) == model.spaces[keyspace]?[[1]], "\(keyspace)")
+            }
+        }
+    }
+
     @Test("a batch read across a commit takes the index's answers only for the keys it met before the commit")
     func chunksAcrossACommit() throws {
         try EngineTest.withTemporaryDirectory { dir in
