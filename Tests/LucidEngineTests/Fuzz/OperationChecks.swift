@@ -22,8 +22,16 @@ import Darwin
 /// and yields the model after some commit between the last durable one and the last acknowledged one (exactly the
 /// last acknowledged one with `keepAll`); `verify()` is ok after every reopen and at the end.
 /// After a compaction the contents are unchanged and `verify()` is ok; crashes after compactions use the same rule.
+/// A get step may also take a snapshot and hold it (until a reopen or a crash), or check the one held: its point
+/// reads of every key the programs can make (`get`, `contains`, `values(forKeys:)`, `handles(forKeys:)` then
+/// `values(of:)`) equal the model of its moment, whatever commits and compactions came since (the snapshot reads
+/// through the point index while nothing changed, through its own trees after).
 enum OperationChecks {
     static let keyspaces = ["a", "b", "ü-keyspace"]
+    /// Every key `key(_:)` makes: 0 to 3 bytes of `a` ... `d` (85 keys).
+    static let allKeys: [[UInt8]] = (0...3).flatMap { length in
+        (0 ..< (1 << (2 * length))).map { n in (0 ..< length).map { i in UInt8(ascii: "a") + UInt8((n >> (2 * i)) & 3) } }
+    }
 
     static func check(_ bytes: [UInt8]) throws {
         var input = FuzzInput(bytes)
@@ -46,6 +54,8 @@ enum OperationChecks {
         var version = 0
         var log: [String] = []
         var segments = engine.statistics.segments
+        // A snapshot held across steps, with the model of its moment.
+        var held: (snapshot: Snapshot, model: StoreModel)?
 
         func markDurable() { history = [model] }
         func compare(_ what: String) throws {
@@ -98,6 +108,7 @@ enum OperationChecks {
                 }
                 try compare("commit")
             case 7:
+                held = nil
                 try engine.close()
                 engine = try open()
                 markDurable()
@@ -108,6 +119,7 @@ enum OperationChecks {
                 let policy = input.pick(FaultFileSystem.CrashPolicy.allCases)
                 let seed = UInt64(input.u16())
                 let crashed = fs.crash(policy: policy, seed: seed)
+                held = nil
                 try engine.close()
                 fs = crashed
                 log.append("crash(\(policy),\(seed))")
@@ -157,10 +169,34 @@ enum OperationChecks {
                 let ks = input.pick(keyspaces)
                 let k = key(&input)
                 try fuzzRequire(try engine.get(k, in: ks) == model[ks]?[k], "get(\(k), in: \(ks)) differs from the model [\(log.joined(separator: " "))]")
+                switch input.int(in: 0...3) {
+                case 0:
+                    held = (engine.snapshot(), model)
+                    log.append("hold")
+                case 1:
+                    if let held { try checkSnapshot(held.snapshot, held.model, log) }
+                default: break
+                }
             }
         }
         try requireVerify(engine, log)
         try engine.close()
+    }
+
+    /// Checks `snapshot`'s point reads of every key against `model`, the store as the snapshot was taken.
+    static func checkSnapshot(_ snapshot: Snapshot, _ model: StoreModel, _ log: [String]) throws {
+        for ks in keyspaces {
+            let expected = allKeys.map { model[ks]?[$0] }
+            let values = try snapshot.values(forKeys: allKeys, in: ks)
+            try fuzzRequire(values == expected, "a held snapshot's values(forKeys:) in \(ks) differ from its model [\(log.joined(separator: " "))]")
+            let handles = try snapshot.handles(forKeys: allKeys, in: ks)
+            try fuzzRequire(try snapshot.values(of: handles.compactMap { $0 }) == expected.compactMap { $0 },
+                            "a held snapshot's handles(forKeys:) in \(ks) differ from its model [\(log.joined(separator: " "))]")
+            for (key, value) in zip(allKeys, expected) {
+                try fuzzRequire(try snapshot.get(key, in: ks) == value && snapshot.contains(key, in: ks) == (value != nil),
+                                "a held snapshot's get(\(key), in: \(ks)) differs from its model [\(log.joined(separator: " "))]")
+            }
+        }
     }
 
     static func requireVerify(_ engine: Engine, _ log: [String]) throws {
