@@ -96,18 +96,8 @@ final class EngineCore: Sendable {
     /// hashed probe), O(log n) otherwise. Debug builds check the index's answer against the tree.
     @inline(__always)
     func location(forKey key: [UInt8], in keyspace: String, of s: UnsafePointer<EngineState>) -> RecordLocation? {
-        let answer = key.withUnsafeBytes { points.location(forKey: $0, in: keyspace) }
-        let location: RecordLocation?
-        switch answer {
-        case .found(let found): location = found
-        case .absent: location = nil
-        case .unknown: return s.pointee.location(forKey: key, in: keyspace)
-        }
-        #if LUCID_INTERNAL_CHECKS
-        precondition(location == s.pointee.location(forKey: key, in: keyspace),
-                     "point index: \(key) in \(keyspace) is not where the primary tree has it")
-        #endif
-        return location
+        key.withUnsafeBytes { points.location(forKey: $0, in: keyspace) }
+            .location(orTree: { s.pointee.location(forKey: key, in: keyspace) }, key: key, keyspace: keyspace)
     }
 
     /// `body`'s answer from the point index, under a hold of the state's read lock, when the index has not changed

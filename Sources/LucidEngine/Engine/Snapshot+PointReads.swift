@@ -16,29 +16,19 @@ extension Snapshot {
     /// The location of `key` in this snapshot's `keyspace`, or nil. O(1) expected while the point index still
     /// describes the snapshot (one hashed probe under a brief hold of the state's read lock), else O(log n).
     func location(forKey key: [UInt8], in keyspace: String) -> RecordLocation? {
-        if PointTable.holds(keyLength: key.count),
-           let answer = core.withPointIndex(asOf: pointEpoch, { points in
-               key.withUnsafeBytes { points.location(forKey: $0, in: keyspace) }
-           }) {
-            switch answer {
-            case .found(let location): return checked(location, forKey: key, in: keyspace)
-            case .absent: return checked(nil, forKey: key, in: keyspace)
-            case .unknown: break
-            }
-        }
-        return state.location(forKey: key, in: keyspace)
+        let answer = PointTable.holds(keyLength: key.count) ? core.withPointIndex(asOf: pointEpoch) { points in
+            key.withUnsafeBytes { points.location(forKey: $0, in: keyspace) }
+        } : nil
+        return (answer ?? .unknown)
+            .location(orTree: { state.location(forKey: key, in: keyspace) }, key: key, keyspace: keyspace)
     }
 
-    /// The locations of `keys` in this snapshot's `keyspace`, in their order (nil for a key without a record):
-    /// ``location(forKey:in:)`` for each. The point index answers, ``pointReadChunk`` keys per hold of the read
-    /// lock with their probes overlapped, while it still describes the snapshot; the keys it cannot answer (longer
-    /// than 16 bytes, or met after it changed) descend the primary tree together (`BTree.values(forKeys:)`).
-    /// O(m) expected for m keys the index answers, O(m log n) otherwise.
-    func locations(forKeys keys: [[UInt8]], in keyspace: String) -> [RecordLocation?] {
-        locations(forKeys: keys, in: keyspace) { $0 }
-    }
-
-    /// ``locations(forKeys:in:)`` with each location passed through `transform`: one array, the result.
+    /// The locations of `keys` in this snapshot's `keyspace`, in their order (nil for a key without a record), each
+    /// passed through `transform` (one array, the result): ``location(forKey:in:)`` for each. The point index
+    /// answers, ``pointReadChunk`` keys per hold of the read lock with their probes overlapped, while it still
+    /// describes the snapshot; the keys it cannot answer (longer than 16 bytes, or met after it changed) descend
+    /// the primary tree together (`BTree.values(forKeys:)`). O(m) expected for m keys the index answers, O(m log n)
+    /// otherwise.
     func locations<T>(forKeys keys: [[UInt8]], in keyspace: String, _ transform: (RecordLocation?) -> T) -> [T] {
         locations(forKeys: keys, in: keyspace, chunk: Self.pointReadChunk, betweenChunks: nil, transform)
     }
@@ -69,24 +59,13 @@ extension Snapshot {
             let fromTree = unknown.isEmpty ? [] : tree.values(forKeys: unknown)
             var next = 0
             return answers.indices.map { i in
-                switch answers[i] {
-                case .found(let location): return transform(checked(location, forKey: keys[i], in: keyspace))
-                case .absent: return transform(checked(nil, forKey: keys[i], in: keyspace))
-                case .unknown:
+                if case .unknown = answers[i] {
                     defer { next += 1 }
                     return transform(fromTree[next])
                 }
+                return transform(answers[i].location(orTree: { state.location(forKey: keys[i], in: keyspace) },
+                                                     key: keys[i], keyspace: keyspace))
             }
         }
-    }
-
-    /// `location`, the point index's answer for `key`; debug builds first check it against the snapshot's tree.
-    @inline(__always)
-    private func checked(_ location: RecordLocation?, forKey key: [UInt8], in keyspace: String) -> RecordLocation? {
-        #if LUCID_INTERNAL_CHECKS
-        precondition(location == state.location(forKey: key, in: keyspace),
-                     "point index: \(key) in \(keyspace) is not where the snapshot's primary tree has it")
-        #endif
-        return location
     }
 }

@@ -35,7 +35,7 @@ public struct Snapshot: Sendable {
     /// - Throws: as ``get(_:in:)``, for the first key in order whose read fails.
     public func values(forKeys keys: [[UInt8]], in keyspace: String) throws -> [[UInt8]?] {
         try core.checkOpen()
-        return try readValues(locations(forKeys: keys, in: keyspace))
+        return try readValues(locations(forKeys: keys, in: keyspace) { $0 })
     }
 
     /// The values of the records at `locations`, in order (nil for nil). A store that reads pages in place

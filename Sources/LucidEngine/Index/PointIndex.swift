@@ -12,7 +12,7 @@ import Synchronization
 /// may have no table). The writer changes the two in one exclusive section of the state's lock
 /// (``publish(_:location:)``, ``install(_:)``); close drops the tables. A key longer than 16 bytes, or a keyspace
 /// without a table, is ``Answer/unknown``: the tree answers. Debug builds compare every answer with the tree's
-/// (`EngineCore.location(forKey:in:of:)`, and a snapshot's `Snapshot.checked(_:forKey:in:)`), and
+/// (``Answer/location(orTree:key:keyspace:)``, for the published state and for snapshots), and
 /// ``checkInvariants(against:)`` compares whole tables.
 ///
 /// **Open.** The tables are built on a thread of their own from the state recovery published
@@ -237,5 +237,24 @@ final class PointIndex: @unchecked Sendable {
         let plan: CompactionPlan
         /// The copies built for keyspaces with many records to move, by keyspace.
         var tables: [String: PointTable] = [:]
+    }
+}
+
+extension PointIndex.Answer {
+    /// The location the answer gives (nil for ``absent``), or `tree()`'s for ``unknown``, where `tree()` looks
+    /// `key` up in the primary tree of `keyspace` in the state the index describes. Debug builds check a known
+    /// answer against `tree()` too. O(1), plus `tree()` for ``unknown``.
+    @inline(__always)
+    func location(orTree tree: () -> RecordLocation?, key: [UInt8], keyspace: String) -> RecordLocation? {
+        let location: RecordLocation?
+        switch self {
+        case .found(let found): location = found
+        case .absent: location = nil
+        case .unknown: return tree()
+        }
+        #if LUCID_INTERNAL_CHECKS
+        precondition(location == tree(), "point index: \(key) in \(keyspace) is not where the primary tree has it")
+        #endif
+        return location
     }
 }
