@@ -1,5 +1,13 @@
 import Foundation
 
+/// The middle value of `values` (the mean of the two middle ones for an even count), or nil when empty.
+func median(_ values: [Double]) -> Double? {
+    guard !values.isEmpty else { return nil }
+    let sorted = values.sorted()
+    let mid = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
 /// Tables (text, with a Markdown summary) and the JSON form of one run's results.
 struct Report {
     let records: Int
@@ -9,14 +17,52 @@ struct Report {
     let context: [Result]
     let engines: [EngineKind]
     let size: RunSize
+    /// Rounds of the read and commit phases (`--rounds`).
+    let rounds: Int
 
     private var command: String {
         (["swift run -c release --package-path Benchmarks lucid-compare"]
             + CommandLine.arguments.dropFirst()).joined(separator: " ")
     }
 
+    /// An engine's figures for a workload, one per round that measured it, in round order.
+    private func samples(_ workload: String, _ engine: String) -> [Result] {
+        results.filter { $0.workload == workload && $0.engine == engine }.sorted { $0.round < $1.round }
+    }
+
+    /// An engine's figure for a workload: the median of its rounds' (the only one, for a phase run once).
     private func value(_ workload: String, _ engine: String) -> Double? {
-        results.first { $0.workload == workload && $0.engine == engine }?.value
+        median(samples(workload, engine).map(\.value))
+    }
+
+    /// `engine`'s figure over `other`'s, round by round (each ratio divides two figures taken in the same round,
+    /// minutes apart): their median, and the lowest and highest of them.
+    private func ratios(_ workload: String, _ engine: String, over other: String) -> Ratio? {
+        let theirs = Dictionary(samples(workload, other).map { ($0.round, $0.value) }, uniquingKeysWith: { a, _ in a })
+        let each = samples(workload, engine).compactMap { mine in
+            theirs[mine.round].flatMap { $0 > 0 ? mine.value / $0 : nil }
+        }
+        guard let middle = median(each), let low = each.min(), let high = each.max() else { return nil }
+        return Ratio(median: middle, low: low, high: high, rounds: each.count)
+    }
+
+    /// Ratios of two engines' figures over the rounds.
+    private struct Ratio {
+        var median: Double
+        var low: Double
+        var high: Double
+        var rounds: Int
+
+        /// `2.85x`, or `2.85x (2.57–3.00)` over several rounds.
+        var text: String { text(naming: nil) }
+
+        /// `text`, naming the engine divided by: `2.85x (lmdb)`, `2.85x (lmdb; 2.57–3.00)`.
+        func text(naming other: String?) -> String {
+            let middle = formatNumber(median, decimals: 2) + "x"
+            let range = rounds > 1 ? "\(formatNumber(low, decimals: 2))–\(formatNumber(high, decimals: 2))" : nil
+            let notes = [other, range].compactMap { $0 }
+            return notes.isEmpty ? middle : middle + " (" + notes.joined(separator: "; ") + ")"
+        }
     }
 
     /// Why an engine has no figure for a workload.
@@ -47,28 +93,36 @@ struct Report {
     /// The engine configurations of this run, each with a "÷ best peer" column.
     private var comparedLucidEngines: [EngineKind] { engines.filter { Self.lucidEngines.contains($0) } }
 
-    /// A lucid engine configuration's figure over the best peer's, and which peer that is.
-    private func ratio(_ info: WorkloadInfo, _ engine: EngineKind = .lucid) -> (Double, String)? {
-        guard let lucid = value(info.name, engine.rawValue) else { return nil }
+    /// A lucid engine configuration's figure over the best peer's (the peer with the best median), round by
+    /// round, and which peer that is.
+    private func ratio(_ info: WorkloadInfo, _ engine: EngineKind = .lucid) -> (Ratio, String)? {
         let peers = engines.filter { !Self.lucidEngines.contains($0) && !Self.dataLayer.contains($0) }
             .compactMap { e in value(info.name, e.rawValue).map { (e, $0) } }
-        guard let best = peers.max(by: { info.higherIsBetter ? $0.1 < $1.1 : $0.1 > $1.1 }), best.1 > 0 else {
-            return nil
-        }
-        return (lucid / best.1, best.0.rawValue)
+        guard let best = peers.max(by: { info.higherIsBetter ? $0.1 < $1.1 : $0.1 > $1.1 }),
+              let r = ratios(info.name, engine.rawValue, over: best.0.rawValue) else { return nil }
+        return (r, best.0.rawValue)
     }
 
-    /// A data-layer engine's figure over GRDB's (both higher-is-better or both lower-is-better as the workload
-    /// says; the ratio is always "data layer ÷ grdb").
-    private func gRDBRatio(_ info: WorkloadInfo, _ engine: EngineKind) -> Double? {
-        guard let mine = value(info.name, engine.rawValue), let grdb = value(info.name, EngineKind.grdb.rawValue),
-              grdb > 0 else { return nil }
-        return mine / grdb
+    /// A data-layer engine's figure over GRDB's, round by round (both higher-is-better or both lower-is-better as
+    /// the workload says; the ratio is always "data layer ÷ grdb").
+    private func gRDBRatio(_ info: WorkloadInfo, _ engine: EngineKind) -> Ratio? {
+        ratios(info.name, engine.rawValue, over: EngineKind.grdb.rawValue)
     }
 
     /// The data-layer engines of this run that have a figure to compare with GRDB's.
     private var dataLayerEngines: [EngineKind] {
         engines.contains(.grdb) ? engines.filter { Self.dataLayer.contains($0) } : []
+    }
+
+    /// The context figures by engine, in run order: each engine's name and its rounds' figures (`4,350/4,512`).
+    private var contextByEngine: [(engine: String, values: String)] {
+        var order: [String] = []
+        var figures: [String: [String]] = [:]
+        for c in context.sorted(by: { $0.round < $1.round }) {
+            if figures[c.engine] == nil { order.append(c.engine) }
+            figures[c.engine, default: []].append(formatNumber(c.value))
+        }
+        return order.map { ($0, figures[$0, default: []].joined(separator: "/")) }
     }
 
     func text() -> String {
@@ -85,6 +139,10 @@ struct Report {
         out.append("settings for the durable commit workloads (fdatasync or fsync per commit):")
         for engine in engines { out.append("  \(engine.durableSettings)") }
         out.append("Each engine runs each phase in a fresh child process; stores live under a temporary directory.")
+        if rounds > 1 {
+            out.append("The read and commit phases ran \(rounds) rounds, every engine in turn in each: a figure is the "
+                       + "median of its rounds', a ratio the median of the rounds' ratios (lowest–highest in brackets).")
+        }
 
         // Engine names in a column wide enough for the longest (lucid-coremanager-cached), 14 at least.
         let nameWidth = max(14, engines.map(\.rawValue.count).max() ?? 0)
@@ -98,24 +156,29 @@ struct Report {
                 let name = row.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
                 if let v = value(info.name, row) {
                     let shown = format(v, unit: info.unit)
-                    out.append("  \(name)\(String(repeating: " ", count: max(0, 16 - shown.count)))\(shown)")
+                    let each = samples(info.name, row)
+                    let spread = each.count > 1
+                        ? "   (median of \(each.count) rounds: " + each.map { format($0.value, unit: info.unit) }
+                            .joined(separator: ", ") + ")"
+                        : ""
+                    out.append("  \(name)\(String(repeating: " ", count: max(0, 16 - shown.count)))\(shown)\(spread)")
                 } else if let kind = EngineKind(rawValue: row) {
                     out.append("  \(name)               —   (\(missingReason(info.name, kind)))")
                 }
             }
             for engine in comparedLucidEngines {
                 if let (r, peer) = ratio(info, engine) {
-                    out.append("  \(engine.rawValue) / best peer (\(peer)): \(formatNumber(r, decimals: 2))x")
+                    out.append("  \(engine.rawValue) / best peer (\(peer)): \(r.text)")
                 }
             }
             for engine in dataLayerEngines {
                 if let r = gRDBRatio(info, engine) {
-                    out.append("  \(engine.rawValue) / grdb: \(formatNumber(r, decimals: 2))x")
+                    out.append("  \(engine.rawValue) / grdb: \(r.text)")
                 }
             }
             if info.name == "commit_single" && !context.isEmpty {
                 out.append("  fdatasync_4k measured again just before each engine's commit phase (disk latency drifts): "
-                           + context.map { "\($0.engine) \(formatNumber($0.value))" }.joined(separator: ", "))
+                           + contextByEngine.map { "\($0.engine) \($0.values)" }.joined(separator: ", "))
             }
         }
 
@@ -139,7 +202,7 @@ struct Report {
                 (e == .lucid ? "lucid" : e.rawValue) + " ÷ best peer"
             }, withProbe: true) { info in
                 self.comparedLucidEngines.map { e in
-                    self.ratio(info, e).map { "\(formatNumber($0.0, decimals: 2))x (\($0.1))" } ?? "—"
+                    self.ratio(info, e).map { $0.0.text(naming: $0.1) } ?? "—"
                 }
             })
         }
@@ -147,9 +210,7 @@ struct Report {
             tables.append(table((engines.contains(.grdb) ? [.grdb] : []) + dataEngines,
                                 ratios: dataLayerEngines.map { "\($0.rawValue) ÷ grdb" },
                                 withProbe: tables.isEmpty, onlyWith: dataEngines) { info in
-                self.dataLayerEngines.map { e in
-                    self.gRDBRatio(info, e).map { "\(formatNumber($0, decimals: 2))x" } ?? "—"
-                }
+                self.dataLayerEngines.map { e in self.gRDBRatio(info, e)?.text ?? "—" }
             })
         }
         return tables.joined(separator: "\n\n")
@@ -213,14 +274,21 @@ struct Report {
         let sorted = results.sorted {
             (order[$0.workload] ?? 99, rank($0.engine)) < (order[$1.workload] ?? 99, rank($1.engine))
         }
-        out += sorted.map {
-            "    {\"workload\": \(quote($0.workload)), \"engine\": \(quote($0.engine)), "
-                + "\"value\": \(number($0.value)), \"unit\": \(quote($0.unit))}"
+        // One entry per workload and engine: the median, with every round's figure when there were several.
+        var seen = Set<String>()
+        let firsts = sorted.filter { seen.insert($0.workload + "\t" + $0.engine).inserted }
+        out += firsts.map { first in
+            let each = samples(first.workload, first.engine)
+            let median = value(first.workload, first.engine) ?? first.value
+            return "    {\"workload\": \(quote(first.workload)), \"engine\": \(quote(first.engine)), "
+                + "\"value\": \(number(median)), \"unit\": \(quote(first.unit))"
+                + (each.count > 1 ? ", \"samples\": [" + each.map { number($0.value) }.joined(separator: ", ") + "]" : "")
+                + "}"
         }.joined(separator: ",\n")
         out += "\n  ],\n  \"context\": [\n"
         out += context.map {
             "    {\"name\": \(quote($0.workload + "_before_commits")), \"engine\": \(quote($0.engine)), "
-                + "\"value\": \(number($0.value)), \"unit\": \(quote($0.unit))}"
+                + "\"value\": \(number($0.value)), \"unit\": \(quote($0.unit)), \"round\": \($0.round + 1)}"
         }.joined(separator: ",\n")
         out += "\n  ]\n}"
         return out

@@ -6,6 +6,8 @@ struct Result {
     var engine: String
     var value: Double
     var unit: String
+    /// The round that measured it (0-based; phases outside the rounds are round 0).
+    var round: Int = 0
 }
 
 /// What each workload measures, in report order.
@@ -45,8 +47,13 @@ let workloadInfos: [WorkloadInfo] = [
           title: "RSS growth across the random-key load / records (LMDB: includes its mapped file pages)"),
 ]
 
-/// The phases one child process runs; each engine runs them in this order, each in a fresh process.
-let enginePhases = ["load_seq", "load_random", "read", "compact", "commit"]
+/// The phases a child process runs, one per process. The parent runs every engine's loads, then (`--rounds`
+/// times) every engine's reads and commits, then every engine's compaction.
+let enginePhases = loadPhases + roundPhases + ["compact"]
+/// The phases run once per engine, before the rounds; the random-key load leaves the store the reads use.
+let loadPhases = ["load_seq", "load_random"]
+/// The phases run once per engine in every round.
+let roundPhases = ["read", "commit"]
 
 /// Sizes of one run.
 struct RunSize {

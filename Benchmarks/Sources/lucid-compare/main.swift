@@ -11,7 +11,7 @@ import Glibc
 
 let usage = """
     usage: lucid-compare [--records N] [--quick] [--json] [--dir DIR] [--engines a,b,...] [--commits N]
-                         [--queries N] [--workloads a,b,...]
+                         [--queries N] [--rounds N] [--workloads a,b,...]
 
       --records N    records to load (default 1,000,000; --quick: 100,000)
       --quick        smoke-test sizes: 100k records, 1,000 durable commits, 2,000 index queries
@@ -20,6 +20,8 @@ let usage = """
       --engines L    comma-separated subset of: \(EngineKind.allCases.map(\.rawValue).joined(separator: ","))
       --commits N    single-record durable commits per commit workload (default 10,000; --quick: 1,000)
       --queries N    queries per secondary-index workload (default 10,000; --quick: 2,000)
+      --rounds N     rounds of the read and commit phases, the engines taking turns in each (default 3; --quick:
+                     1); a figure is its median over the rounds, a ratio the median of the rounds' ratios
       --workloads L  comma-separated subset of the workloads to report; only the phases they need run (e.g.
                      reopen_ms: the random-key load, then the read phase)
     """
@@ -34,6 +36,7 @@ struct Options {
     var workloads: Set<String>?
     var commits: Int?
     var queries: Int?
+    var rounds: Int?
     var fdatasyncOps: Int?
     var child: String?
     var engine: EngineKind?
@@ -44,6 +47,10 @@ struct Options {
                 queries: queries ?? (quick ? 2_000 : 10_000),
                 fdatasyncOps: fdatasyncOps ?? (quick ? 500 : 2_000))
     }
+
+    /// Rounds of the read and commit phases (``RunSize`` is what one child runs; this is how often the parent
+    /// runs those children).
+    var roundCount: Int { rounds ?? (quick ? 1 : 3) }
 
     static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()
@@ -65,6 +72,7 @@ struct Options {
             case "--dir": options.directory = try value(argument)
             case "--commits": options.commits = try count(argument)
             case "--queries": options.queries = try count(argument)
+            case "--rounds": options.rounds = try count(argument)
             case "--fdatasync-ops": options.fdatasyncOps = try count(argument)
             case "--engines":
                 options.engines = try value(argument).split(separator: ",").map {
@@ -100,8 +108,8 @@ func log(_ text: String) {
 }
 
 /// Runs one phase in a child process; returns its results, or nil when it failed. Context figures (measured
-/// alongside, not results) are appended to `context`.
-func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSize,
+/// alongside, not results) are appended to `context`. Every figure is marked with `round` (0-based).
+func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSize, round: Int,
               context: inout [Result]) -> [Result]? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executablePath())
@@ -124,7 +132,7 @@ func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSi
         guard fields.count == 4, fields[0] == "result" || fields[0] == "context",
               let value = Double(fields[2]) else { continue }
         let result = Result(workload: String(fields[1]), engine: engine?.rawValue ?? "os", value: value,
-                            unit: String(fields[3]))
+                            unit: String(fields[3]), round: round)
         if fields[0] == "result" { results.append(result) } else { context.append(result) }
     }
     guard process.terminationStatus == 0 else {
@@ -169,10 +177,10 @@ func runParent(_ options: Options) -> Int32 {
     var context: [Result] = []
     var failures = 0
     let started = now()
-    func phase(_ name: String, _ engine: EngineKind?) {
+    func phase(_ name: String, _ engine: EngineKind?, round: Int = 0) {
         let t0 = now()
         log("[\(engine?.rawValue ?? "os")] \(name)")
-        if let r = runChild(phase: name, engine: engine, directory: directory, size: size,
+        if let r = runChild(phase: name, engine: engine, directory: directory, size: size, round: round,
                              context: &context) {
             results += r
         } else {
@@ -182,14 +190,24 @@ func runParent(_ options: Options) -> Int32 {
     }
     let phases = options.workloads.map(phasesNeeded) ?? Set(["fdatasync"] + enginePhases)
     if phases.contains("fdatasync") { phase("fdatasync", nil) }
+    // Every engine loads first; then the rounds, in each of which every engine reads and commits in turn (so that
+    // the figures a ratio divides were taken minutes apart, whatever the VM does over the run); compaction last,
+    // as it rewrites the store the reads use.
     for engine in options.engines {
-        for name in enginePhases where phases.contains(name) { phase(name, engine) }
+        for name in loadPhases where phases.contains(name) { phase(name, engine) }
     }
+    for round in 0 ..< options.roundCount {
+        if options.roundCount > 1 { log("round \(round + 1) of \(options.roundCount)") }
+        for engine in options.engines {
+            for name in roundPhases where phases.contains(name) { phase(name, engine, round: round) }
+        }
+    }
+    for engine in options.engines where phases.contains("compact") { phase("compact", engine) }
     log(String(format: "total %.1f s", now() - started))
     if let wanted = options.workloads { results.removeAll { !wanted.contains($0.workload) } }
 
     let report = Report(records: size.records, machine: machine, results: results, context: context,
-                        engines: options.engines, size: size)
+                        engines: options.engines, size: size, rounds: options.roundCount)
     print(options.json ? report.json() : report.text())
     if failures > 0 {
         log("\(failures) phase(s) failed; their workloads are missing from the results")
