@@ -13,7 +13,8 @@ struct Report {
     let records: Int
     let machine: String
     let results: [Result]
-    /// Figures measured alongside the results (the fdatasync ceiling just before each engine's commit phase).
+    /// Figures measured alongside the results: the fdatasync ceiling just before each engine's commit phase
+    /// (`fdatasync_4k`), and how fast the loads' own work builds records alone (`records_built`).
     let context: [Result]
     let engines: [EngineKind]
     let size: RunSize
@@ -118,7 +119,7 @@ struct Report {
     private var contextByEngine: [(engine: String, values: String)] {
         var order: [String] = []
         var figures: [String: [String]] = [:]
-        for c in context.sorted(by: { $0.round < $1.round }) {
+        for c in context.sorted(by: { $0.round < $1.round }) where c.workload == "fdatasync_4k" {
             if figures[c.engine] == nil { order.append(c.engine) }
             figures[c.engine, default: []].append(formatNumber(c.value))
         }
@@ -176,7 +177,11 @@ struct Report {
                     out.append("  \(engine.rawValue) / grdb: \(r.text)")
                 }
             }
-            if info.name == "commit_single" && !context.isEmpty {
+            if info.name == "load_seq", let built = context.first(where: { $0.workload == "records_built" }) {
+                out.append("  the loads' own record building, alone on one thread (keys and values, no store): "
+                           + "\(formatNumber(built.value)) records/s")
+            }
+            if info.name == "commit_single" && !contextByEngine.isEmpty {
                 out.append("  fdatasync_4k measured again just before each engine's commit phase (disk latency drifts): "
                            + contextByEngine.map { "\($0.engine) \($0.values)" }.joined(separator: ", "))
             }
@@ -287,7 +292,7 @@ struct Report {
         }.joined(separator: ",\n")
         out += "\n  ],\n  \"context\": [\n"
         out += context.map {
-            "    {\"name\": \(quote($0.workload + "_before_commits")), \"engine\": \(quote($0.engine)), "
+            "    {\"name\": \(quote($0.workload == "fdatasync_4k" ? $0.workload + "_before_commits" : $0.workload)), \"engine\": \(quote($0.engine)), "
                 + "\"value\": \(number($0.value)), \"unit\": \(quote($0.unit)), \"round\": \($0.round + 1)}"
         }.joined(separator: ",\n")
         out += "\n  ]\n}"

@@ -85,6 +85,7 @@ struct PhaseRunner {
         switch phase {
         case "fdatasync":
             emit("fdatasync_4k", try fdatasyncRate(directory: directory, count: size.fdatasyncOps), "ops/s")
+            print("context\trecords_built\t\(recordBuildRate())\trecords/s")
         case "load_seq": try load(order: .sequential)
         case "load_random": try load(order: .random)
         case "read": try read()
@@ -92,6 +93,33 @@ struct PhaseRunner {
         case "commit": try commits()
         default: throw BenchError.failed("unknown phase \(phase)")
         }
+    }
+
+    /// How many records per second the loads' own work builds on one thread, with no store: each record's
+    /// fields, key and value, as every engine's loader builds them (each load's ceiling). Half a second's worth at
+    /// least, after a warm-up.
+    private func recordBuildRate() -> Double {
+        var key = [UInt8](repeating: 0, count: 16)
+        var value: [UInt8] = []
+        value.reserveCapacity(256)
+        var bytes = 0
+        func build(_ range: Range<Int>) {
+            for i in range {
+                Records.writeKey(i, .random, into: &key)
+                value.removeAll(keepingCapacity: true)
+                Records.appendValue(Fields(i), to: &value)
+                bytes &+= value.count &+ Int(key[0])
+            }
+        }
+        build(0 ..< 10_000)
+        var built = 0
+        let started = now()
+        repeat {
+            build(built ..< built + 100_000)
+            built += 100_000
+        } while now() - started < 0.5
+        let rate = Double(built) / (now() - started)
+        return bytes == 0 ? 0 : rate   // `bytes` keeps the work from being optimized away
     }
 
     private func requireEngine() throws -> EngineKind {
