@@ -39,7 +39,18 @@ struct Report {
     /// `engine`'s figure over `other`'s, round by round (each ratio divides two figures taken in the same round,
     /// minutes apart): their median, and the lowest and highest of them.
     private func ratios(_ workload: String, _ engine: String, over other: String) -> Ratio? {
-        let theirs = Dictionary(samples(workload, other).map { ($0.round, $0.value) }, uniquingKeysWith: { a, _ in a })
+        ratios(workload, engine, over: samples(workload, other))
+    }
+
+    /// `engine`'s figure for a commit workload over the fdatasync probe measured just before its commit phase in
+    /// the same round (the targets' "fdatasync limit"), round by round.
+    private func probeRatio(_ workload: String, _ engine: String) -> Ratio? {
+        ratios(workload, engine, over: context.filter { $0.workload == "fdatasync_4k" && $0.engine == engine })
+    }
+
+    /// `engine`'s figures for `workload` over `theirs`, paired by round.
+    private func ratios(_ workload: String, _ engine: String, over theirs: [Result]) -> Ratio? {
+        let theirs = Dictionary(theirs.map { ($0.round, $0.value) }, uniquingKeysWith: { a, _ in a })
         let each = samples(workload, engine).compactMap { mine in
             theirs[mine.round].flatMap { $0 > 0 ? mine.value / $0 : nil }
         }
@@ -181,6 +192,11 @@ struct Report {
                 out.append("  the loads' own record building, alone on one thread (keys and values, no store): "
                            + "\(formatNumber(built.value)) records/s")
             }
+            let overProbe = rows.compactMap { row in probeRatio(info.name, row).map { "\(row) \($0.text)" } }
+            if !overProbe.isEmpty {
+                out.append("  over the fdatasync probe measured just before the engine's commit phase, round by round: "
+                           + overProbe.joined(separator: ", "))
+            }
             if info.name == "commit_single" && !contextByEngine.isEmpty {
                 out.append("  fdatasync_4k measured again just before each engine's commit phase (disk latency drifts): "
                            + contextByEngine.map { "\($0.engine) \($0.values)" }.joined(separator: ", "))
@@ -242,6 +258,11 @@ struct Report {
             let cells = names.map { n in value(info.name, n).map { format($0, unit: info.unit) } ?? "—" }
             let unit = info.unit + (info.higherIsBetter ? " ↑" : " ↓")
             lines.append("| \(info.name) | \(unit) | " + (cells + ratioCells(info)).joined(separator: " | ") + " |")
+            if info.name.hasPrefix("commit_"), names.contains(where: { probeRatio(info.name, $0) != nil }) {
+                let over = names.map { n in probeRatio(info.name, n)?.text ?? "—" }
+                lines.append("| \(info.name) ÷ its fdatasync probe | × ↑ | "
+                             + (over + ratios.map { _ in "" }).joined(separator: " | ") + " |")
+            }
         }
         return lines.joined(separator: "\n")
     }
