@@ -43,9 +43,10 @@ struct Report {
     }
 
     /// `engine`'s figure for a commit workload over the fdatasync probe measured just before its commit phase in
-    /// the same round (the targets' "fdatasync limit"), round by round.
+    /// the same round (the targets' "fdatasync limit"), round by round; nil for the other workloads.
     private func probeRatio(_ workload: String, _ engine: String) -> Ratio? {
-        ratios(workload, engine, over: context.filter { $0.workload == "fdatasync_4k" && $0.engine == engine })
+        guard workload.hasPrefix("commit_") else { return nil }
+        return ratios(workload, engine, over: context.filter { $0.workload == "fdatasync_4k" && $0.engine == engine })
     }
 
     /// `engine`'s figures for `workload` over `theirs`, paired by round.
@@ -258,7 +259,7 @@ struct Report {
             let cells = names.map { n in value(info.name, n).map { format($0, unit: info.unit) } ?? "—" }
             let unit = info.unit + (info.higherIsBetter ? " ↑" : " ↓")
             lines.append("| \(info.name) | \(unit) | " + (cells + ratioCells(info)).joined(separator: " | ") + " |")
-            if info.name.hasPrefix("commit_"), names.contains(where: { probeRatio(info.name, $0) != nil }) {
+            if names.contains(where: { probeRatio(info.name, $0) != nil }) {
                 let over = names.map { n in probeRatio(info.name, n)?.text ?? "—" }
                 lines.append("| \(info.name) ÷ its fdatasync probe | × ↑ | "
                              + (over + ratios.map { _ in "" }).joined(separator: " | ") + " |")
