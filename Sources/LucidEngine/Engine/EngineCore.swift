@@ -100,6 +100,20 @@ final class EngineCore: Sendable {
             .location(orTree: { s.pointee.location(forKey: key, in: keyspace) }, key: key, keyspace: keyspace)
     }
 
+    /// ``Engine/lookUp(_:in:meanwhile:)`` once the engine is known open.
+    func lookUp(_ key: [UInt8], in keyspace: String, meanwhile: (_ sequence: UInt64) -> Bool) -> RecordLookup? {
+        state.withReadAccess { s in
+            let pending = key.withUnsafeBytes { points.beginLocation(forKey: $0, in: keyspace) }
+            let sequence = s.pointee.lastSequence
+            guard meanwhile(sequence) else { return nil }
+            let location = points.location(of: pending)
+                .location(orTree: { s.pointee.location(forKey: key, in: keyspace) }, key: key, keyspace: keyspace)
+            guard let location else { return RecordLookup(sequence: sequence, handle: nil, file: nil) }
+            return RecordLookup(sequence: sequence, handle: RecordHandle(location: location, engine: ObjectIdentifier(self)),
+                                file: s.pointee.segments[UInt64(location.segment)])
+        }
+    }
+
     /// `body`'s answer from the point index, under a hold of the state's read lock, when the index has not changed
     /// since it had `epoch` (``PointIndex/epoch``, read with a snapshot's state): its tables then hold exactly that
     /// snapshot's keys of at most 16 bytes. Nil when it has changed since, or is off. O(1) plus `body`; a change

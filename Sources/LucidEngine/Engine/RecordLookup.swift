@@ -36,6 +36,22 @@ extension Engine {
         }
     }
 
+    /// ``lookUp(_:in:)`` that first runs `meanwhile` with the current state's sequence (the lookup's
+    /// ``RecordLookup/sequence``) while the processor loads the key's point-index slot, so that work of the
+    /// caller's own that the lookup may make needless (a probe of a cache it keeps by sequence) overlaps the
+    /// lookup's wait for memory, and both see the same state. When `meanwhile` returns false the key is not looked
+    /// up and the result is nil.
+    ///
+    /// `meanwhile` runs under the engine state's read lock: it must be short, and must neither call the engine
+    /// nor wait for anything that may.
+    /// - Complexity: as ``lookUp(_:in:)``, plus `meanwhile`. - Throws: ``LucidError/Code/closed`` once the engine
+    ///   is closed (before `meanwhile` runs).
+    public func lookUp(_ key: [UInt8], in keyspace: String,
+                       meanwhile: (_ sequence: UInt64) -> Bool) throws -> RecordLookup? {
+        try core.checkOpen()
+        return core.lookUp(key, in: keyspace, meanwhile: meanwhile)
+    }
+
     /// The value of the record `lookup` found (nil when it found none), as ``Snapshot/value(of:)`` reads it.
     /// - Complexity: one page read on a cache miss. - Throws: as ``Snapshot/value(of:)``;
     ///   ``LucidError/Code/invalidArgument`` for a lookup of another engine.

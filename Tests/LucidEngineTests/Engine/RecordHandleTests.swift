@@ -109,6 +109,39 @@ struct RecordHandleTests {
         }
     }
 
+    @Test("a lookup with work meanwhile passes that work the lookup's sequence, skips the lookup when told, and finds what a plain lookup finds")
+    func lookupsWithWorkMeanwhile() throws {
+        for pointIndex in [true, false] {
+            try EngineTest.withTemporaryDirectory { dir in
+                var options = Self.options()
+                options.pointIndex = pointIndex
+                let engine = try Engine.open(at: dir, options: options)
+                defer { try? engine.close() }
+                var batch = WriteBatch()
+                for i in 0..<200 { batch.put(Array("v\(i)".utf8), forKey: Array("k\(i)".utf8), in: "ks") }
+                // A key longer than the point index's 16 bytes: the primary tree answers.
+                batch.put(Array("long".utf8), forKey: Array(repeating: 7, count: 40), in: "ks")
+                let sequence = try engine.commitAndWait(batch)
+                var seen: [UInt64] = []
+                for key in (0..<200).map({ Array("k\($0)".utf8) }) + [Array(repeating: 7, count: 40), Array("zz".utf8)] {
+                    let found = try engine.lookUp(key, in: "ks") { seen.append($0); return true }
+                    let plain = try engine.lookUp(key, in: "ks")
+                    #expect(found?.handle == plain.handle && found?.sequence == plain.sequence)
+                    #expect(try found.flatMap { try engine.value(of: $0) } == (try engine.get(key, in: "ks")))
+                    #expect(try engine.lookUp(key, in: "ks") { _ in false } == nil)
+                }
+                #expect(seen.count == 202 && seen.allSatisfy { $0 == sequence })
+                #expect(try engine.lookUp(Array("k1".utf8), in: "other") { _ in true }?.handle == nil)
+                try engine.close()
+                var ran = false
+                #expect { try engine.lookUp([1], in: "ks") { _ in ran = true; return true } } throws: {
+                    ($0 as? LucidError)?.code == .closed
+                }
+                #expect(!ran, "the work meanwhile runs only on an open engine")
+            }
+        }
+    }
+
     @Test("a lookup from another engine is refused; a closed engine throws closed")
     func lookupMisuse() throws {
         try EngineTest.withTemporaryDirectory { dir in
