@@ -39,6 +39,9 @@ final class EntityCache<E: LocalEntity>: Sendable {
         table.probe(keys, at: snapshot, into: probes)
     }
 
+    /// Whether most one-key probes missed lately (``EntityCacheTable/mostlyMisses``). O(1), no lock.
+    var mostlyMisses: Bool { table.mostlyMisses }
+
     /// Whether a batch of `count` misses may be admitted at once (``EntityCacheTable/admitsAtOnce(_:)``).
     func admitsAtOnce(_ count: Int) -> Bool { table.admitsAtOnce(count) }
 

@@ -78,6 +78,8 @@ final class EntityCacheTable: Sendable {
         var victims = EvictedKeys(capacity: EntityCacheTable.victimCount)
         var hits = 0
         var misses = 0
+        /// `hits + misses` and `hits` when ``mostlyMisses`` was last set.
+        var sampledFrom = (reads: 0, hits: 0)
 
         /// Marks the entry at `i` recently used; its first hit since it was admitted is a benefit.
         @inline(__always) mutating func noteHit(_ i: Int) {
@@ -87,6 +89,14 @@ final class EntityCacheTable: Sendable {
     }
 
     let capacityBytes: Int
+    /// Whether fewer than half of the last ``samplePeriod`` reads or so (hits and misses, ``statistics``) were hits,
+    /// as of the last one-key probe (``probe(_:hash:at:)``) that ended such a period; true until then, and always
+    /// without a bound. Read without the lock (relaxed), set under it when it changes: a get that will most
+    /// likely miss starts its engine lookup first (``DiskStore/getNow(_:)``).
+    var mostlyMisses: Bool { mostlyMissesFlag.load(ordering: .relaxed) }
+    private let mostlyMissesFlag = Atomic<Bool>(true)
+    /// Reads per update of ``mostlyMisses``.
+    static var samplePeriod: Int { 128 }
     /// The table, under its lock. `Slot`, `Storage` and `storage` are internal, not private, for the batched probe
     /// (`EntityCacheTable+Batch.swift`) alone: nothing else in the module touches them.
     let storage = Mutex(Storage())
@@ -118,8 +128,18 @@ final class EntityCacheTable: Sendable {
         guard capacityBytes > 0 else { return Probe() }
         let head = EntityCacheKeyHead(raw)
         return storage.withLock { s in
-            Self.probe(raw, head: head, hash: hash, at: snapshot, in: &s, capacity: capacityBytes)
+            let probe = Self.probe(raw, head: head, hash: hash, at: snapshot, in: &s, capacity: capacityBytes)
+            if s.hits &+ s.misses &- s.sampledFrom.reads >= Self.samplePeriod { sample(&s) }
+            return probe
         }
+    }
+
+    /// Sets ``mostlyMisses`` from the reads since it was last set, the lock held. O(1).
+    private func sample(_ s: inout Storage) {
+        let reads = s.hits &+ s.misses
+        let misses = (s.hits &- s.sampledFrom.hits) * 2 < reads &- s.sampledFrom.reads
+        if mostlyMissesFlag.load(ordering: .relaxed) != misses { mostlyMissesFlag.store(misses, ordering: .relaxed) }
+        s.sampledFrom = (reads, s.hits)
     }
 
     /// ``probe(_:hash:at:)`` with the lock held.

@@ -36,6 +36,27 @@ struct EntityCacheAdmissionTests {
         return inserted
     }
 
+    @Test("mostlyMisses follows the last period's reads: true at first, false once they mostly hit, true again once they mostly miss, always true without a bound")
+    func mostlyMissesFollowsReads() {
+        let table = Self.table()
+        #expect(table.mostlyMisses)
+        let period = EntityCacheTable.samplePeriod
+        for i in 0..<period { _ = Self.read(table, i) }   // misses, each inserted (the cache is not full)
+        #expect(table.mostlyMisses)
+        for round in 0..<2 { for i in 0..<period where Self.read(table, i).hit == false { Issue.record("round \(round): \(i) missed") } }
+        #expect(!table.mostlyMisses, "after \(2 * period) hits")
+        // Two thirds hits (the misses probe only, so that nothing is evicted): still mostly hits.
+        for i in 0..<(2 * period) {
+            if i % 3 == 0 { _ = table.probe(Self.key(1_000_000 + i), at: 1) } else { #expect(Self.read(table, i % period).hit) }
+        }
+        #expect(!table.mostlyMisses)
+        for i in 0..<(2 * period) { _ = table.probe(Self.key(2_000_000 + i), at: 1) }
+        #expect(table.mostlyMisses, "after \(2 * period) misses")
+        let off = EntityCacheTable(capacityBytes: 0)
+        for _ in 0..<(2 * period) { _ = Self.read(off, 1) }
+        #expect(off.mostlyMisses)
+    }
+
     @Test("uniformly random reads of 800 times the cache soon admit less than a quarter as often as at first")
     func randomReadsStopAdmitting() {
         let table = Self.table()

@@ -31,6 +31,41 @@ struct EntityCacheTests {
         #expect(try store.getNow(.remote(2))?.title == "two")
     }
 
+    @Test("gets agree with an uncached store on both paths: the lookup begun with the probe while gets mostly miss, the probe first once they mostly hit")
+    func bothGetPaths() async throws {
+        let temp = try TemporaryStore()
+        // Room for a few dozen books: the reads of keys read once miss.
+        let store = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 8 << 10)
+        let plain = DiskStore<Book>(engine: temp.engine, entityCacheBytes: 0)
+        _ = try await store.set((0..<600).map { Book.remote($0, "v0 \($0)") })
+        let period = EntityCacheTable.samplePeriod
+        var version = 0
+        func check(_ i: Int) throws {
+            let got = try store.getNow(.remote(i))
+            #expect(got?.title == (try plain.getNow(.remote(i)))?.title)
+            var found: Book?
+            #expect(try store.getNow(.remote(i)) { found = $0 }?.title == got?.title)
+            #expect(found?.title == got?.title)
+        }
+        for phase in 0..<4 {
+            // Reads of a few keys again and again (mostly hits), then of keys read once (mostly misses, a key
+            // with no record among them), a write between them each time.
+            for _ in 0..<(2 * period) { try check(phase) }
+            #expect(!store.mostlyMissesForTesting, "phase \(phase): after repeated reads")
+            version += 1
+            _ = try await store.set([.remote(phase, "v\(version) \(phase)")])
+            try check(phase)
+            try await store.remove([.remote(phase + 100)])
+            for i in 0..<(2 * period) { try check((phase * 2 * period + i) % 600 + (i == 7 ? 1000 : 0)) }
+            #expect(store.mostlyMissesForTesting, "phase \(phase): after reads of keys read once")
+            version += 1
+            _ = try await store.set([.remote(phase + 200, "v\(version)")])
+            try check(phase + 200)
+            #expect(try store.getNow(.remote(phase + 100)) == nil)
+        }
+        #expect(try store.getNow(.remote(5000)) == nil)
+    }
+
     @Test("an older snapshot's read neither hides nor replaces a newer entry")
     func olderSnapshot() async throws {
         let temp = try TemporaryStore()
