@@ -22,9 +22,13 @@ let package = Package(
                        providers: [.apt(["librocksdb-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        // The report's arithmetic and formats (medians, paired ratios, tables, JSON), apart so that its tests build
+        // without the stores.
+        .target(name: "CompareReport"),
         .executableTarget(
             name: "lucid-compare",
             dependencies: [
+                "CompareReport",
                 .product(name: "LucidEngine", package: "Lucid"),
                 .product(name: "Lucid", package: "Lucid"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -32,5 +36,6 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        .testTarget(name: "CompareReportTests", dependencies: ["CompareReport"]),
     ]
 )

@@ -1,3 +1,4 @@
+import CompareReport
 import Foundation
 
 /// One engine under test, behind the few operations the workloads need.
@@ -126,6 +127,21 @@ enum EngineKind: String, CaseIterable {
     case coreManagerRaw = "lucid-coremanager-raw"
     /// The data layer over an engine that compresses records one by one (as `lucid-engine-records`).
     case coreManagerRecords = "lucid-coremanager-records"
+
+    /// The engine as the report compares it.
+    var reportEngine: ReportEngine {
+        ReportEngine(name: rawValue, role: role, settings: settings, durableSettings: durableSettings)
+    }
+
+    /// What the report compares the engine with: the lucid engine configurations with the best peer, the
+    /// data-layer configurations with GRDB.
+    var role: ReportEngine.Role {
+        switch self {
+        case .lucid, .lucidRaw, .lucidRecords: .lucidEngine
+        case .lmdb, .rocksdb, .sqlite, .grdb: .peer
+        case .coreManager, .coreManagerCached, .coreManagerRaw, .coreManagerRecords: .dataLayer
+        }
+    }
 
     /// Settings for the bulk-load, read, reopen and size workloads.
     var settings: String {

@@ -102,24 +102,3 @@ func executablePath() -> String {
     (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
 }
 
-/// Formats with thousands separators; `decimals` digits after the point.
-func formatNumber(_ value: Double, decimals: Int = 0) -> String {
-    let negative = value < 0
-    var scaled = (abs(value) * pow(10, Double(decimals))).rounded()
-    if !scaled.isFinite { scaled = 0 }
-    let whole = Int(scaled) / Int(pow(10, Double(decimals)))
-    var digits = String(whole)
-    var grouped = ""
-    while digits.count > 3 {
-        grouped = "," + digits.suffix(3) + grouped
-        digits.removeLast(3)
-    }
-    grouped = digits + grouped
-    if decimals > 0 {
-        let fraction = Int(scaled) % Int(pow(10, Double(decimals)))
-        var f = String(fraction)
-        while f.count < decimals { f = "0" + f }
-        grouped += "." + f
-    }
-    return (negative ? "-" : "") + grouped
-}

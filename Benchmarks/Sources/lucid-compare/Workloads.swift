@@ -1,51 +1,5 @@
 import Foundation
 
-/// A measured figure, as the JSON form names it.
-struct Result {
-    var workload: String
-    var engine: String
-    var value: Double
-    var unit: String
-    /// The round that measured it (0-based; phases outside the rounds are round 0).
-    var round: Int = 0
-}
-
-/// What each workload measures, in report order.
-struct WorkloadInfo {
-    var name: String
-    var unit: String
-    var higherIsBetter: Bool
-    var title: String
-}
-
-let workloadInfos: [WorkloadInfo] = [
-    .init(name: "fdatasync_4k", unit: "ops/s", higherIsBetter: true,
-          title: "raw ceiling for appending logs: one 4 KiB append + fdatasync (the size grows, so each is a journal commit)"),
-    .init(name: "load_seq", unit: "records/s", higherIsBetter: true,
-          title: "bulk load in batches of 1000, sequential keys, ending with one sync"),
-    .init(name: "load_random", unit: "records/s", higherIsBetter: true,
-          title: "bulk load in batches of 1000, random keys, ending with one sync"),
-    .init(name: "get_random", unit: "gets/s", higherIsBetter: true,
-          title: "random point gets on the random-key store, warm (after the scan), one thread"),
-    .init(name: "scan", unit: "records/s", higherIsBetter: true,
-          title: "full ordered scan of the random-key store"),
-    .init(name: "reopen_ms", unit: "ms", higherIsBetter: false,
-          title: "close + open + first get of the loaded random-key store"),
-    .init(name: "commit_single", unit: "commits/s", higherIsBetter: true,
-          title: "single-record durable commits, one writer"),
-    .init(name: "commit_8_writers", unit: "commits/s", higherIsBetter: true,
-          title: "single-record durable commits, 8 concurrent writer threads"),
-    .init(name: "size_after_load_bytes", unit: "bytes", higherIsBetter: false,
-          title: "on-disk size after the random-key load (allocated blocks, after close)"),
-    .init(name: "size_after_compaction_bytes", unit: "bytes", higherIsBetter: false,
-          title: "on-disk size after compaction (RocksDB CompactRange, SQLite/GRDB VACUUM, LMDB compacting copy)"),
-    .init(name: "index_eq", unit: "queries/s", higherIsBetter: true,
-          title: "secondary-index equality query (genre = ?) returning 20 records"),
-    .init(name: "index_range", unit: "queries/s", higherIsBetter: true,
-          title: "secondary-index range query (rating >= ? order by rating) with limit 20"),
-    .init(name: "memory_per_record_bytes", unit: "bytes", higherIsBetter: false,
-          title: "RSS growth across the random-key load / records (LMDB: includes its mapped file pages)"),
-]
 
 /// The phases a child process runs, one per process. The parent runs every engine's loads, then (`--rounds`
 /// times) every engine's reads and commits, then every engine's compaction.

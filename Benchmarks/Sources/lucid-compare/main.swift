@@ -1,3 +1,4 @@
+import CompareReport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -110,7 +111,7 @@ func log(_ text: String) {
 /// Runs one phase in a child process; returns its results, or nil when it failed. Context figures (measured
 /// alongside, not results) are appended to `context`. Every figure is marked with `round` (0-based).
 func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSize, round: Int,
-              context: inout [Result]) -> [Result]? {
+              context: inout [Figure]) -> [Figure]? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executablePath())
     var arguments = ["--child", phase, "--dir", directory, "--records", String(size.records),
@@ -126,12 +127,12 @@ func runChild(phase: String, engine: EngineKind?, directory: String, size: RunSi
     }
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    var results: [Result] = []
+    var results: [Figure] = []
     for line in String(decoding: output, as: UTF8.self).split(separator: "\n") {
         let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
         guard fields.count == 4, fields[0] == "result" || fields[0] == "context",
               let value = Double(fields[2]) else { continue }
-        let result = Result(workload: String(fields[1]), engine: engine?.rawValue ?? "os", value: value,
+        let result = Figure(workload: String(fields[1]), engine: engine?.rawValue ?? "os", value: value,
                             unit: String(fields[3]), round: round)
         if fields[0] == "result" { results.append(result) } else { context.append(result) }
     }
@@ -173,8 +174,8 @@ func runParent(_ options: Options) -> Int32 {
 
     log("lucid-compare: \(size.records) records, \(size.commits) durable commits per commit workload, "
         + "\(size.queries) queries per index workload; stores in \(directory)")
-    var results: [Result] = []
-    var context: [Result] = []
+    var results: [Figure] = []
+    var context: [Figure] = []
     var failures = 0
     let started = now()
     func phase(_ name: String, _ engine: EngineKind?, round: Int = 0) {
@@ -206,8 +207,12 @@ func runParent(_ options: Options) -> Int32 {
     log(String(format: "total %.1f s", now() - started))
     if let wanted = options.workloads { results.removeAll { !wanted.contains($0.workload) } }
 
-    let report = Report(records: size.records, machine: machine, results: results, context: context,
-                        engines: options.engines, size: size, rounds: options.roundCount)
+    let command = (["swift run -c release --package-path Benchmarks lucid-compare"]
+        + CommandLine.arguments.dropFirst()).joined(separator: " ")
+    let report = Report(records: size.records, machine: machine, command: command,
+                        valueLength: Records.averageValueLength(), results: results, context: context,
+                        engines: options.engines.map(\.reportEngine), commits: size.commits, queries: size.queries,
+                        rounds: options.roundCount)
     print(options.json ? report.json() : report.text())
     if failures > 0 {
         log("\(failures) phase(s) failed; their workloads are missing from the results")

@@ -1,56 +1,70 @@
 import Foundation
 
-/// The middle value of `values` (the mean of the two middle ones for an even count), or nil when empty.
-func median(_ values: [Double]) -> Double? {
-    guard !values.isEmpty else { return nil }
-    let sorted = values.sorted()
-    let mid = sorted.count / 2
-    return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
-
 /// Tables (text, with a Markdown summary) and the JSON form of one run's results.
-struct Report {
-    let records: Int
-    let machine: String
-    let results: [Result]
+///
+/// A figure measured in several rounds is reported as the median of its rounds'; a ratio of two engines' figures
+/// as the median of the rounds' ratios, each dividing two figures of the same round, with the lowest and highest.
+public struct Report: Sendable {
+    public let records: Int
+    public let machine: String
+    /// The command line that ran the comparison, as printed with the results.
+    public let command: String
+    /// The values' average length in bytes, as printed in the header.
+    public let valueLength: Int
+    public let results: [Figure]
     /// Figures measured alongside the results: the fdatasync ceiling just before each engine's commit phase
     /// (`fdatasync_4k`), and how fast the loads' own work builds records alone (`records_built`).
-    let context: [Result]
-    let engines: [EngineKind]
-    let size: RunSize
+    public let context: [Figure]
+    /// The engines of the run, in report order.
+    public let engines: [ReportEngine]
+    /// Durable commits per commit workload, and queries per index workload, as printed in the header.
+    public let commits: Int
+    public let queries: Int
     /// Rounds of the read and commit phases (`--rounds`).
-    let rounds: Int
+    public let rounds: Int
 
-    private var command: String {
-        (["swift run -c release --package-path Benchmarks lucid-compare"]
-            + CommandLine.arguments.dropFirst()).joined(separator: " ")
+    /// The engine the data layer's figures are divided by.
+    public static let dataLayerBaseline = "grdb"
+
+    public init(records: Int, machine: String, command: String, valueLength: Int, results: [Figure],
+                context: [Figure], engines: [ReportEngine], commits: Int, queries: Int, rounds: Int) {
+        self.records = records
+        self.machine = machine
+        self.command = command
+        self.valueLength = valueLength
+        self.results = results
+        self.context = context
+        self.engines = engines
+        self.commits = commits
+        self.queries = queries
+        self.rounds = rounds
     }
 
     /// An engine's figures for a workload, one per round that measured it, in round order.
-    private func samples(_ workload: String, _ engine: String) -> [Result] {
+    func samples(_ workload: String, _ engine: String) -> [Figure] {
         results.filter { $0.workload == workload && $0.engine == engine }.sorted { $0.round < $1.round }
     }
 
     /// An engine's figure for a workload: the median of its rounds' (the only one, for a phase run once).
-    private func value(_ workload: String, _ engine: String) -> Double? {
+    func value(_ workload: String, _ engine: String) -> Double? {
         median(samples(workload, engine).map(\.value))
     }
 
     /// `engine`'s figure over `other`'s, round by round (each ratio divides two figures taken in the same round,
     /// minutes apart): their median, and the lowest and highest of them.
-    private func ratios(_ workload: String, _ engine: String, over other: String) -> Ratio? {
+    func ratios(_ workload: String, _ engine: String, over other: String) -> Ratio? {
         ratios(workload, engine, over: samples(workload, other))
     }
 
     /// `engine`'s figure for a commit workload over the fdatasync probe measured just before its commit phase in
     /// the same round (the targets' "fdatasync limit"), round by round; nil for the other workloads.
-    private func probeRatio(_ workload: String, _ engine: String) -> Ratio? {
+    func probeRatio(_ workload: String, _ engine: String) -> Ratio? {
         guard workload.hasPrefix("commit_") else { return nil }
         return ratios(workload, engine, over: context.filter { $0.workload == "fdatasync_4k" && $0.engine == engine })
     }
 
     /// `engine`'s figures for `workload` over `theirs`, paired by round.
-    private func ratios(_ workload: String, _ engine: String, over theirs: [Result]) -> Ratio? {
+    private func ratios(_ workload: String, _ engine: String, over theirs: [Figure]) -> Ratio? {
         let theirs = Dictionary(theirs.map { ($0.round, $0.value) }, uniquingKeysWith: { a, _ in a })
         let each = samples(workload, engine).compactMap { mine in
             theirs[mine.round].flatMap { $0 > 0 ? mine.value / $0 : nil }
@@ -60,7 +74,7 @@ struct Report {
     }
 
     /// Ratios of two engines' figures over the rounds.
-    private struct Ratio {
+    struct Ratio: Equatable {
         var median: Double
         var low: Double
         var high: Double
@@ -79,10 +93,10 @@ struct Report {
     }
 
     /// Why an engine has no figure for a workload.
-    private func missingReason(_ workload: String, _ engine: EngineKind) -> String {
-        switch (workload, engine) {
-        case ("index_eq", _), ("index_range", _): "no secondary indexes"
-        case ("size_after_compaction_bytes", let e) where Self.dataLayer.contains(e):
+    private func missingReason(_ workload: String, _ engine: ReportEngine) -> String {
+        switch workload {
+        case "index_eq", "index_range": "no secondary indexes"
+        case "size_after_compaction_bytes" where engine.role == .dataLayer:
             "no compaction in the data layer (the engine's is lucid-engine's)"
         default: "failed or not run"
         }
@@ -97,35 +111,29 @@ struct Report {
         }
     }
 
-    /// The data-layer engines, compared with GRDB's record API rather than counted as lucid-engine's peers.
-    private static let dataLayer: [EngineKind] = [.coreManager, .coreManagerCached, .coreManagerRaw,
-                                                   .coreManagerRecords]
-    /// The engine's configurations, each compared with the best peer (and never counted as a peer).
-    private static let lucidEngines: [EngineKind] = [.lucid, .lucidRaw, .lucidRecords]
-
     /// The engine configurations of this run, each with a "÷ best peer" column.
-    private var comparedLucidEngines: [EngineKind] { engines.filter { Self.lucidEngines.contains($0) } }
+    private var comparedLucidEngines: [ReportEngine] { engines.filter { $0.role == .lucidEngine } }
 
     /// A lucid engine configuration's figure over the best peer's (the peer with the best median), round by
     /// round, and which peer that is.
-    private func ratio(_ info: WorkloadInfo, _ engine: EngineKind = .lucid) -> (Ratio, String)? {
-        let peers = engines.filter { !Self.lucidEngines.contains($0) && !Self.dataLayer.contains($0) }
-            .compactMap { e in value(info.name, e.rawValue).map { (e, $0) } }
+    func ratio(_ info: WorkloadInfo, _ engine: String) -> (Ratio, String)? {
+        let peers = engines.filter { $0.role == .peer }.compactMap { e in value(info.name, e.name).map { (e.name, $0) } }
         guard let best = peers.max(by: { info.higherIsBetter ? $0.1 < $1.1 : $0.1 > $1.1 }),
-              let r = ratios(info.name, engine.rawValue, over: best.0.rawValue) else { return nil }
-        return (r, best.0.rawValue)
+              let r = ratios(info.name, engine, over: best.0) else { return nil }
+        return (r, best.0)
     }
 
     /// A data-layer engine's figure over GRDB's, round by round (both higher-is-better or both lower-is-better as
     /// the workload says; the ratio is always "data layer ÷ grdb").
-    private func gRDBRatio(_ info: WorkloadInfo, _ engine: EngineKind) -> Ratio? {
-        ratios(info.name, engine.rawValue, over: EngineKind.grdb.rawValue)
+    private func gRDBRatio(_ info: WorkloadInfo, _ engine: ReportEngine) -> Ratio? {
+        ratios(info.name, engine.name, over: Self.dataLayerBaseline)
     }
 
+    /// Whether the run has the engine the data layer is compared with.
+    private var hasBaseline: Bool { engines.contains { $0.name == Self.dataLayerBaseline } }
+
     /// The data-layer engines of this run that have a figure to compare with GRDB's.
-    private var dataLayerEngines: [EngineKind] {
-        engines.contains(.grdb) ? engines.filter { Self.dataLayer.contains($0) } : []
-    }
+    private var dataLayerEngines: [ReportEngine] { hasBaseline ? engines.filter { $0.role == .dataLayer } : [] }
 
     /// The context figures by engine, in run order: each engine's name and its rounds' figures (`4,350/4,512`).
     private var contextByEngine: [(engine: String, values: String)] {
@@ -138,12 +146,14 @@ struct Report {
         return order.map { ($0, figures[$0, default: []].joined(separator: "/")) }
     }
 
-    func text() -> String {
+    /// The report as text: the run's header and settings, a table per workload (every round's figure, each
+    /// lucid engine configuration's ratio to the best peer, each data-layer configuration's to GRDB, commit rates
+    /// over their fdatasync probes), then ``markdown()``.
+    public func text() -> String {
         var out: [String] = []
-        let valueLength = Records.averageValueLength()
         out.append("lucid-compare: \(formatNumber(Double(records))) records (16-byte keys, JSON-like values of "
-                   + "\(valueLength) bytes on average), \(formatNumber(Double(size.commits))) durable commits per "
-                   + "commit workload, \(formatNumber(Double(size.queries))) queries per index workload")
+                   + "\(valueLength) bytes on average), \(formatNumber(Double(commits))) durable commits per "
+                   + "commit workload, \(formatNumber(Double(queries))) queries per index workload")
         out.append("machine: \(machine)")
         out.append("command: \(command)")
         out.append("")
@@ -158,9 +168,9 @@ struct Report {
         }
 
         // Engine names in a column wide enough for the longest (lucid-coremanager-cached), 14 at least.
-        let nameWidth = max(14, engines.map(\.rawValue.count).max() ?? 0)
+        let nameWidth = max(14, engines.map(\.name.count).max() ?? 0)
         for info in workloadInfos {
-            let rows = info.name.hasPrefix("fdatasync_4k") ? ["os"] : engines.map(\.rawValue)
+            let rows = info.name.hasPrefix("fdatasync_4k") ? ["os"] : engines.map(\.name)
             guard rows.contains(where: { value(info.name, $0) != nil }) else { continue }
             out.append("")
             out.append("\(info.name): \(info.title)")
@@ -175,18 +185,18 @@ struct Report {
                             .joined(separator: ", ") + ")"
                         : ""
                     out.append("  \(name)\(String(repeating: " ", count: max(0, 16 - shown.count)))\(shown)\(spread)")
-                } else if let kind = EngineKind(rawValue: row) {
+                } else if let kind = engines.first(where: { $0.name == row }) {
                     out.append("  \(name)               —   (\(missingReason(info.name, kind)))")
                 }
             }
             for engine in comparedLucidEngines {
-                if let (r, peer) = ratio(info, engine) {
-                    out.append("  \(engine.rawValue) / best peer (\(peer)): \(r.text)")
+                if let (r, peer) = ratio(info, engine.name) {
+                    out.append("  \(engine.name) / best peer (\(peer)): \(r.text)")
                 }
             }
             for engine in dataLayerEngines {
                 if let r = gRDBRatio(info, engine) {
-                    out.append("  \(engine.rawValue) / grdb: \(r.text)")
+                    out.append("  \(engine.name) / \(Self.dataLayerBaseline): \(r.text)")
                 }
             }
             if info.name == "load_seq", let built = context.first(where: { $0.workload == "records_built" }) {
@@ -215,22 +225,22 @@ struct Report {
     /// then each lucid engine configuration's ratio to the best peer. The data layer's: GRDB and a column per
     /// data-layer configuration, then each one's ratio to GRDB (only workloads the data layer runs). Either is
     /// left out when the run has none of its engines.
-    func markdown() -> String {
-        let engineColumns = engines.filter { !Self.dataLayer.contains($0) }
-        let dataEngines = engines.filter { Self.dataLayer.contains($0) }
+    public func markdown() -> String {
+        let engineColumns = engines.filter { $0.role != .dataLayer }
+        let dataEngines = engines.filter { $0.role == .dataLayer }
         var tables: [String] = []
-        if engineColumns.contains(where: { $0 != .grdb }) || dataEngines.isEmpty {
+        if engineColumns.contains(where: { $0.name != Self.dataLayerBaseline }) || dataEngines.isEmpty {
             tables.append(table(engineColumns, ratios: comparedLucidEngines.map { e in
-                (e == .lucid ? "lucid" : e.rawValue) + " ÷ best peer"
+                (e.name == "lucid-engine" ? "lucid" : e.name) + " ÷ best peer"
             }, withProbe: true) { info in
                 self.comparedLucidEngines.map { e in
-                    self.ratio(info, e).map { $0.0.text(naming: $0.1) } ?? "—"
+                    self.ratio(info, e.name).map { $0.0.text(naming: $0.1) } ?? "—"
                 }
             })
         }
         if !dataEngines.isEmpty {
-            tables.append(table((engines.contains(.grdb) ? [.grdb] : []) + dataEngines,
-                                ratios: dataLayerEngines.map { "\($0.rawValue) ÷ grdb" },
+            tables.append(table(engines.filter { $0.name == Self.dataLayerBaseline } + dataEngines,
+                                ratios: dataLayerEngines.map { "\($0.name) ÷ \(Self.dataLayerBaseline)" },
                                 withProbe: tables.isEmpty, onlyWith: dataEngines) { info in
                 self.dataLayerEngines.map { e in self.gRDBRatio(info, e)?.text ?? "—" }
             })
@@ -241,10 +251,10 @@ struct Report {
     /// A Markdown table: a row per workload that one of `onlyWith` (default: `columns`) has a figure for, a column
     /// per engine of `columns`, then the `ratios` columns, whose cells `ratioCells` gives per workload. With
     /// `withProbe`, the fdatasync probe's row first.
-    private func table(_ columns: [EngineKind], ratios: [String], withProbe: Bool, onlyWith: [EngineKind]? = nil,
+    private func table(_ columns: [ReportEngine], ratios: [String], withProbe: Bool, onlyWith: [ReportEngine]? = nil,
                        _ ratioCells: (WorkloadInfo) -> [String]) -> String {
-        let names = columns.map(\.rawValue)
-        let required = (onlyWith ?? columns).map(\.rawValue)
+        let names = columns.map(\.name)
+        let required = (onlyWith ?? columns).map(\.name)
         var lines = ["| workload | unit | " + (names + ratios).joined(separator: " | ") + " |",
                      "|---|---|" + String(repeating: "---:|", count: names.count + ratios.count)]
         for info in workloadInfos {
@@ -268,7 +278,10 @@ struct Report {
         return lines.joined(separator: "\n")
     }
 
-    func json() -> String {
+    /// The report as JSON: `{"records", "machine", "command", "settings", "results": [{"workload", "engine",
+    /// "value", "unit"[, "samples"]}], "context": [...]}`, a result's value the median of its rounds' (`samples`,
+    /// in round order, when there were several).
+    public func json() -> String {
         func quote(_ s: String) -> String {
             var out = "\""
             for scalar in s.unicodeScalars {
@@ -293,11 +306,11 @@ struct Report {
         }
         var out = "{\n  \"records\": \(records),\n  \"machine\": \(quote(machine)),\n"
         out += "  \"command\": \(quote(command)),\n  \"settings\": {\n"
-        out += engines.map { "    \(quote($0.rawValue)): \(quote($0.settings + " | durable commits: " + $0.durableSettings))" }
+        out += engines.map { "    \(quote($0.name)): \(quote($0.settings + " | durable commits: " + $0.durableSettings))" }
             .joined(separator: ",\n")
         out += "\n  },\n  \"results\": [\n"
         let order = Dictionary(uniqueKeysWithValues: workloadInfos.enumerated().map { ($1.name, $0) })
-        let rank = { (engine: String) in EngineKind(rawValue: engine).flatMap { EngineKind.allCases.firstIndex(of: $0) } ?? -1 }
+        let rank = { (engine: String) in self.engines.firstIndex { $0.name == engine } ?? -1 }
         let sorted = results.sorted {
             (order[$0.workload] ?? 99, rank($0.engine)) < (order[$1.workload] ?? 99, rank($1.engine))
         }
