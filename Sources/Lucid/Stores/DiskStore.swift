@@ -113,8 +113,8 @@ public final class DiskStore<E: LocalEntity>: SynchronousSearchStore {
     /// entity.)
     func getNow(_ identifier: E.Identifier, found: (E) -> Void) throws(StoreError) -> E? {
         let (key, cacheKey) = try startGet(identifier)
-        var probe: EntityCacheTable.Probe
-        var lookup: RecordLookup?
+        let probe: EntityCacheTable.Probe
+        let lookup: RecordLookup?
         if cache.mostlyMisses {
             (probe, lookup) = try probeWhileLookingUp(key, cacheKey)
         } else {

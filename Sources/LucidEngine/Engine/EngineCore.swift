@@ -104,14 +104,21 @@ final class EngineCore: Sendable {
     func lookUp(_ key: [UInt8], in keyspace: String, meanwhile: (_ sequence: UInt64) -> Bool) -> RecordLookup? {
         state.withReadAccess { s in
             let pending = key.withUnsafeBytes { points.beginLocation(forKey: $0, in: keyspace) }
-            let sequence = s.pointee.lastSequence
-            guard meanwhile(sequence) else { return nil }
+            guard meanwhile(s.pointee.lastSequence) else { return nil }
             let location = points.location(of: pending)
                 .location(orTree: { s.pointee.location(forKey: key, in: keyspace) }, key: key, keyspace: keyspace)
-            guard let location else { return RecordLookup(sequence: sequence, handle: nil, file: nil) }
-            return RecordLookup(sequence: sequence, handle: RecordHandle(location: location, engine: ObjectIdentifier(self)),
-                                file: s.pointee.segments[UInt64(location.segment)])
+            return recordLookup(location, in: s)
         }
+    }
+
+    /// The ``RecordLookup`` of `location` (nil: the key has no record) in the published state `s`, whose read lock
+    /// the caller holds: its sequence, the handle, and the segment that holds the value. O(1).
+    @inline(__always)
+    func recordLookup(_ location: RecordLocation?, in s: UnsafePointer<EngineState>) -> RecordLookup {
+        guard let location else { return RecordLookup(sequence: s.pointee.lastSequence, handle: nil, file: nil) }
+        return RecordLookup(sequence: s.pointee.lastSequence,
+                            handle: RecordHandle(location: location, engine: ObjectIdentifier(self)),
+                            file: s.pointee.segments[UInt64(location.segment)])
     }
 
     /// `body`'s answer from the point index, under a hold of the state's read lock, when the index has not changed

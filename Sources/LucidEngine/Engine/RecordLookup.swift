@@ -26,14 +26,7 @@ extension Engine {
     ///   I/O. - Throws: ``LucidError/Code/closed`` once the engine is closed.
     public func lookUp(_ key: [UInt8], in keyspace: String) throws -> RecordLookup {
         try core.checkOpen()
-        return core.state.withReadAccess { s in
-            guard let location = core.location(forKey: key, in: keyspace, of: s) else {
-                return RecordLookup(sequence: s.pointee.lastSequence, handle: nil, file: nil)
-            }
-            return RecordLookup(sequence: s.pointee.lastSequence,
-                                handle: RecordHandle(location: location, engine: ObjectIdentifier(core)),
-                                file: s.pointee.segments[UInt64(location.segment)])
-        }
+        return core.state.withReadAccess { s in core.recordLookup(core.location(forKey: key, in: keyspace, of: s), in: s) }
     }
 
     /// ``lookUp(_:in:)`` that first runs `meanwhile` with the current state's sequence (the lookup's
