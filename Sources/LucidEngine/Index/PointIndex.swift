@@ -40,6 +40,10 @@ final class PointIndex: @unchecked Sendable {
         case absent
         /// Not the index's to say (a longer key, an index turned off): ask the primary tree.
         case unknown
+
+        /// A table's answer: ``found(_:)`` with its location, ``absent`` without one.
+        @inline(__always)
+        init(_ location: RecordLocation?) { self = location.map { .found($0) } ?? .absent }
     }
 
     /// Whether the engine keeps the tables (``EngineOptions/pointIndex``).
@@ -77,7 +81,7 @@ final class PointIndex: @unchecked Sendable {
     @inline(__always)
     func location(forKey key: UnsafeRawBufferPointer, in keyspace: String) -> Answer {
         guard let k = PointTable.Key(key), let t = tables.position(ofName: keyspace) else { return .unknown }
-        return tables.values[t].location(forKey: k).map { .found($0) } ?? .absent
+        return Answer(tables.values[t].location(forKey: k))
     }
 
     /// A lookup of one key begun by ``beginLocation(forKey:in:)``: the key's table and home slot, whose load the
@@ -105,9 +109,7 @@ final class PointIndex: @unchecked Sendable {
     @inline(__always)
     func location(of pending: PendingLookup?) -> Answer {
         guard let p = pending else { return .unknown }
-        return p.table._withUnsafeGuaranteedRef { table in
-            table.find(p.key, from: p.home).map { .found(table.slots[$0].location) } ?? .absent
-        }
+        return p.table._withUnsafeGuaranteedRef { Answer($0.location(forKey: p.key, from: p.home)) }
     }
 
     /// What the index knows of each of `keys` in `keyspace`, written to `answers` (as many as `keys`, in their
@@ -121,7 +123,7 @@ final class PointIndex: @unchecked Sendable {
         let table = tables.values[t]
         let first = keys.startIndex
         func answer(_ item: (index: Int, key: PointTable.Key), _ home: Int) {
-            answers[item.index] = table.find(item.key, from: home).map { .found(table.slots[$0].location) } ?? .absent
+            answers[item.index] = Answer(table.location(forKey: item.key, from: home))
         }
         PointTable.PrefetchRing<(index: Int, key: PointTable.Key)>.with { ring in
             for i in keys.indices {

@@ -196,8 +196,12 @@ final class PointTable: @unchecked Sendable {
 
     /// The location stored for `key`, or nil. O(1) expected: the probe reads one or two cache lines.
     @inline(__always)
-    func location(forKey key: Key) -> RecordLocation? {
-        guard let i = find(key, from: home(key)) else { return nil }
+    func location(forKey key: Key) -> RecordLocation? { location(forKey: key, from: home(key)) }
+
+    /// ``location(forKey:)`` of a key whose ``home(_:)`` is `home`, computed (and its slot prefetched) earlier.
+    @inline(__always)
+    func location(forKey key: Key, from home: Int) -> RecordLocation? {
+        guard let i = find(key, from: home) else { return nil }
         return slots[i].location
     }
 
