@@ -19,7 +19,7 @@ final class EntityCache<E: LocalEntity>: Sendable {
     private let table: EntityCacheTable
 
     init(capacityBytes: Int) {
-        table = EntityCacheTable(capacityBytes: capacityBytes)
+        table = EntityCacheTable(capacityBytes: capacityBytes, layout: EntityLayout(of: E.self))
     }
 
     /// The entry for `key` as seen from a snapshot at sequence `snapshot` (see ``EntityCacheTable/probe(_:at:)``;

@@ -15,38 +15,57 @@ extension EntityCacheTable {
             for i in 0..<n { (probes.baseAddress! + i).initialize(to: Probe()) }
             return
         }
+        // For each key: its candidate slot (-1: none), then the object of its box once confirmed (its address
+        // only: the slot keeps the box alive while the lock is held).
         withUnsafeTemporaryAllocation(of: Int.self, capacity: n) { found in
-            storage.withLock { s in
-                for i in 0..<n { s.index.prefetch(keys[i].hash) }
-                s.slots.withUnsafeBufferPointer { slots in
-                    for i in 0..<n {
-                        found[i] = s.index.firstSlot(keys[i].hash) ?? -1
-                        if found[i] >= 0 { Self.prefetch(slots.baseAddress! + found[i]) }
-                    }
-                }
-                // Each candidate confirmed by its key (another key with the same hash: the full search), and its
-                // box asked for before any box is retained.
-                for i in 0..<n where found[i] >= 0 {
-                    let entry = keys[i]
-                    if entry.head.isWhole {
-                        if s.slots[found[i]].head != entry.head {
-                            found[i] = s.index.find(entry.hash) { s.slots[$0].head == entry.head } ?? -1
-                        }
-                    } else {
-                        found[i] = keys.withLongKey(i) { raw in
-                            Self.find(raw, head: entry.head, hash: entry.hash, in: s) ?? -1
-                        }
-                    }
-                    if found[i] >= 0, let box = s.slots[found[i]].box {
-                        lucid_prefetch(UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(box))))
-                    }
-                }
-                for i in 0..<n {
-                    (probes.baseAddress! + i).initialize(to: Self.probe(slot: found[i] >= 0 ? found[i] : nil,
-                                                                        hash: keys[i].hash, at: snapshot, in: &s,
-                                                                        capacity: capacityBytes))
-                }
+            withUnsafeTemporaryAllocation(of: UnsafeRawPointer?.self, capacity: n) { objects in
+                storage.withLock { s in probe(keys, at: snapshot, into: probes, found: found, objects: objects, in: &s) }
             }
+        }
+    }
+
+    /// ``probe(_:at:into:)`` under the lock, with its scratch buffers (`keys.count` uninitialized elements each).
+    @inline(__always)
+    private func probe(_ keys: borrowing StagedKeys, at snapshot: UInt64, into probes: UnsafeMutableBufferPointer<Probe>,
+                       found: UnsafeMutableBufferPointer<Int>, objects: UnsafeMutableBufferPointer<UnsafeRawPointer?>,
+                       in s: inout Storage) {
+        let n = keys.count
+        for i in 0..<n { s.index.prefetch(keys[i].hash) }
+        s.slots.withUnsafeBufferPointer { slots in
+            for i in 0..<n {
+                found[i] = s.index.firstSlot(keys[i].hash) ?? -1
+                if found[i] >= 0 { Self.prefetch(slots.baseAddress! + found[i]) }
+            }
+        }
+        // Each candidate confirmed by its key (another key with the same hash: the full search), and its box asked
+        // for before any box is retained.
+        for i in 0..<n {
+            objects[i] = nil
+            guard found[i] >= 0 else { continue }
+            let entry = keys[i]
+            if entry.head.isWhole {
+                if s.slots[found[i]].head != entry.head {
+                    found[i] = s.index.find(entry.hash) { s.slots[$0].head == entry.head } ?? -1
+                }
+            } else {
+                found[i] = keys.withLongKey(i) { raw in Self.find(raw, head: entry.head, hash: entry.hash, in: s) ?? -1 }
+            }
+            if found[i] >= 0, let object = s.slots[found[i]].box.map(EntityPrefetch.object) {
+                objects[i] = object
+                EntityPrefetch.lines(at: object, objectBytes: layout.objectBytes)
+            }
+        }
+        // What the entities found refer to, asked for before the loop below retains any box (and before the caller
+        // copies any entity, retaining what it refers to).
+        let words = s.referenceWords
+        if words != 0 {
+            for i in 0..<n {
+                if let object = objects[i] { EntityPrefetch.references(at: object, words: words, layout) }
+            }
+        }
+        for i in 0..<n {
+            (probes.baseAddress! + i).initialize(to: Self.probe(slot: found[i] >= 0 ? found[i] : nil, hash: keys[i].hash,
+                                                                at: snapshot, in: &s, capacity: capacityBytes))
         }
     }
 

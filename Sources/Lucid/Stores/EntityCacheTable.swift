@@ -80,6 +80,10 @@ final class EntityCacheTable: Sendable {
         var misses = 0
         /// `hits + misses` and `hits` when ``mostlyMisses`` was last set.
         var sampledFrom = (reads: 0, hits: 0)
+        /// The words of an entity that held a reference in one of the first ``layoutSamples`` entities inserted
+        /// (``EntityPrefetch/referenceWords(of:_:)``), and how many were looked at.
+        var referenceWords: UInt32 = 0
+        var layoutSamples = 0
 
         /// Marks the entry at `i` recently used; its first hit since it was admitted is a benefit.
         @inline(__always) mutating func noteHit(_ i: Int) {
@@ -101,8 +105,18 @@ final class EntityCacheTable: Sendable {
     /// (`EntityCacheTable+Batch.swift`) alone: nothing else in the module touches them.
     let storage = Mutex(Storage())
 
-    init(capacityBytes: Int) {
+    /// Where the entity lies in a box: the batched probe asks for the boxes it finds, and for what their entities
+    /// refer to, before it takes any (``EntityPrefetch``).
+    let layout: EntityLayout
+    /// How many entities inserted teach ``Storage/referenceWords`` which of an entity's words hold references.
+    static var layoutSamples: Int { 64 }
+
+    /// A table of at most `capacityBytes` (0: none) of boxes laid out as `layout` says. The default, for tests of a
+    /// table alone whose boxes are any objects, is an empty entity: the boxes' headers are asked for, nothing is
+    /// read from them.
+    init(capacityBytes: Int, layout: EntityLayout = EntityLayout(size: 0, alignment: 1)) {
         self.capacityBytes = max(0, capacityBytes)
+        self.layout = layout
     }
 
     /// What ``probe(_:at:)`` found for a key.
@@ -263,6 +277,10 @@ final class EntityCacheTable: Sendable {
             while s.bytes + cost > capacityBytes {
                 guard let evicted = Self.evictOne(&s, sparing: existing) else { continue }
                 if released == nil { released = evicted } else { releasedMore.append(evicted) }
+            }
+            if s.layoutSamples < Self.layoutSamples {
+                s.layoutSamples += 1
+                s.referenceWords |= EntityPrefetch.referenceWords(of: box, layout)
             }
             var slot = Slot(key: key, sequence: sequence, seenFrom: snapshot, seenTo: snapshot, cost: cost, box: box,
                             referenced: false)
