@@ -173,21 +173,22 @@ struct DiskQueryPlanner<E: LocalEntity> {
         // Each key picked is staged as it is met and the cache probed for the staged keys together (a key gets an
         // array of its own only when the cache does not answer it, or when the walk made one to tell records met).
         var picked = FetchBatch(capacity: window, at: snapshot.sequence, query: true)
-        var boundary: IndexValue?
+        // The encoded term of the window's last entity, once the window is full (equal terms are equal bytes).
+        var boundary: [UInt8]?
         // Ascending by this index alone, ties fall back to ascending identifiers: the order of one term's entries
         // (term ‖ primary key). Records then arrive in result order, so the first `window` are the result and
         // the ties past the boundary need not be read. (Descending, a term's entries come in descending key
         // order, so every tie is collected for the final sort.)
         let descending = query.orderShape.descending
         let inResultOrder = !descending && query.orderShape.count == 1
-        snapshot.forEachEntry(keyspace: keyspace, index: name, condition: condition, reverse: descending) { value, raw in
-            if let boundary, value != boundary { return false }
+        snapshot.forEachRawEntry(keyspace: keyspace, index: name, condition: condition, reverse: descending) { term, raw in
+            if let boundary, !term.elementsEqual(boundary) { return false }
             var copy: [UInt8]?
             guard walked.admits(raw, copy: &copy) else { return true }
             if let copy { store.add(raw, copy: copy, to: &picked) } else { store.stage(raw, to: &picked) }
             if picked.count >= window {
                 if inResultOrder { return false }
-                if boundary == nil { boundary = value }
+                if boundary == nil { boundary = Array(term) }
             }
             return true
         }

@@ -17,10 +17,14 @@ extension Snapshot {
         }
     }
 
-    /// ``forEachEntry(keyspace:index:condition:reverse:_:)`` with the term's encoded bytes, not decoded (no
-    /// allocation per entry): for the callers that only need the primary keys. The terms are those in the
-    /// condition's byte ranges, so each matches it; one that does not decode is visited too.
-    func forEachRawEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
+    /// ``forEachEntry(keyspace:index:condition:reverse:_:)`` with the term's encoded bytes, not decoded: for the
+    /// callers that need the primary keys, or only to tell terms apart (two terms are equal values exactly when
+    /// their encodings are equal bytes: the encoding is canonical, see ``IndexValue``). The terms are those in the
+    /// condition's byte ranges, so each matches it; one that does not decode (only a damaged checkpoint can hold
+    /// one; `verify()` reports it) is visited too. Both buffers are valid only during the call.
+    /// - Complexity: O(log n + k) for k entries visited, no I/O, no allocation.
+    /// - Throws: only what `body` throws, which ends the walk.
+    public func forEachRawEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
                          _ body: (_ term: UnsafeRawBufferPointer, _ key: UnsafeRawBufferPointer) throws -> Bool) rethrows {
         guard let tree = state.indexTree(index, in: keyspace) else { return }
         let ranges = reverse ? condition.entryRanges.reversed() : condition.entryRanges
