@@ -4,9 +4,10 @@ import CLucidSupport
 extension EntityCacheTable {
     /// ``probe(_:hash:at:)`` of every key of `keys`, under one hold of the lock, the result for key `i` in
     /// `probes[i]` (`probes` holds `keys.count` uninitialized probes on entry, initialized on return). The probes
-    /// proceed in steps over all the keys (their buckets asked for, then their slots, then their boxes, before
-    /// any is read), so that their waits for memory overlap instead of following each other, and the lock is
-    /// taken once, not once per key (each atomic operation of a lock also waits for every load before it).
+    /// proceed in steps over all the keys (their buckets asked for, then their slots, then every line of their
+    /// boxes, then the objects the boxed entities refer to, before any box is retained: ``EntityPrefetch``), so
+    /// that their waits for memory overlap instead of following each other, and the lock is taken once, not once
+    /// per key (each atomic operation of a lock also waits for every load before it).
     /// - Complexity: O(keys) expected.
     func probe(_ keys: borrowing StagedKeys, at snapshot: UInt64, into probes: UnsafeMutableBufferPointer<Probe>) {
         let n = keys.count

@@ -25,7 +25,7 @@ extension Snapshot {
     /// - Complexity: O(log n + k) for k entries visited, no I/O, no allocation.
     /// - Throws: only what `body` throws, which ends the walk.
     public func forEachRawEntry(keyspace: String, index: String, condition: IndexCondition, reverse: Bool,
-                         _ body: (_ term: UnsafeRawBufferPointer, _ key: UnsafeRawBufferPointer) throws -> Bool) rethrows {
+                                _ body: (_ term: UnsafeRawBufferPointer, _ key: UnsafeRawBufferPointer) throws -> Bool) rethrows {
         guard let tree = state.indexTree(index, in: keyspace) else { return }
         let ranges = reverse ? condition.entryRanges.reversed() : condition.entryRanges
         var going = true
