@@ -16,6 +16,16 @@ int lucid_crc32c_hardware(void);
 /// Asks the CPU to start loading the cache line holding `address` (a hint: never faults, whatever the address).
 static inline void lucid_prefetch(const void *address) { __builtin_prefetch(address); }
 
+/// `lucid_prefetch` of every cache line the `length` bytes from `start` lie on (the first one when `length` is 0).
+static inline void lucid_prefetch_range(const void *start, size_t length) {
+    uintptr_t line = (uintptr_t)start & ~(uintptr_t)63;
+    uintptr_t end = (uintptr_t)start + (length > 0 ? length : 1);
+    do {
+        __builtin_prefetch((const void *)line);
+        line += 64;
+    } while (line < end);
+}
+
 /// Whether bit `bit` of the bit array `words` is set (an atomic load with acquire ordering).
 static inline int lucid_bits_test(const uint64_t *words, size_t bit) {
     return (int)((__atomic_load_n(&words[bit >> 6], __ATOMIC_ACQUIRE) >> (bit & 63)) & 1);

@@ -29,14 +29,7 @@ enum EntityPrefetch {
     /// Asks for every cache line of the box object at `start`, of `objectBytes` bytes (``EntityLayout/objectBytes``).
     /// O(lines).
     @inline(__always)
-    static func lines(at start: UnsafeRawPointer, objectBytes: Int) {
-        var offset = 0
-        while offset < objectBytes {
-            lucid_prefetch(start + offset)
-            offset &+= 64
-        }
-        lucid_prefetch(start + (objectBytes - 1))
-    }
+    static func lines(at start: UnsafeRawPointer, objectBytes: Int) { lucid_prefetch_range(start, objectBytes) }
 
     /// The words of `box`'s entity (laid out as `layout` says) that hold an address near the box, as a mask (bit
     /// `i`: the entity's word `i`). O(``EntityLayout/words``).

@@ -52,12 +52,7 @@ extension SegmentFile {
             guard let mapped, let base = mapped.bytes.baseAddress else { return }
             let end = min(UInt64(mapped.bytes.count), limit, offset + UInt64(Self.prefetchSpan))
             guard offset < end else { return }
-            // Every cache line the span touches, from the one holding its first byte.
-            var line = Int(offset) & ~63
-            while line < Int(end) {
-                lucid_prefetch(base + line)
-                line += 64
-            }
+            lucid_prefetch_range(base + Int(offset), Int(end - offset))   // every cache line the span touches
         }
     }
 
