@@ -50,8 +50,16 @@ struct ParallelDecodeTests {
     final class Threads: @unchecked Sendable {
         private let lock = NSLock()
         private var seen = Set<UInt>()
+        private var calls = 0
         var count: Int { lock.withLock { seen.count } }
-        func note() { lock.withLock { _ = seen.insert(UInt(pthread_self())) } }
+        /// Notes the calling thread; true for the first call of all.
+        func note() -> Bool {
+            lock.withLock {
+                seen.insert(UInt(pthread_self()))
+                calls += 1
+                return calls == 1
+            }
+        }
     }
 
     @Test("from minimumCount records, on more than one thread",
@@ -60,8 +68,10 @@ struct ParallelDecodeTests {
         let threads = Threads()
         let count = ParallelDecode.minimumCount   // fewer than chunkSize records: still one chunk per processor
         let result = try ParallelDecode.compactMap(count: count) { i throws(StoreError) -> Int? in
-            threads.note()
-            if i == 0 {   // up to 5 s for another thread to take a chunk
+            // The first call of all, whichever chunk it is in, holds its thread up to 5 s: the other chunk stays
+            // untaken meanwhile, so only another thread can take it (waiting in chunk 0 alone failed when the
+            // calling thread ran chunk 1 first, then chunk 0, before the pool's worker woke).
+            if threads.note() {
                 for _ in 0 ..< 5_000 where threads.count < 2 { usleep(1_000) }
             }
             return i
