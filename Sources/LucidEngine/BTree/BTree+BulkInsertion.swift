@@ -42,13 +42,22 @@ extension BTree.Node {
                       replaced: (Int, Value) -> Void) -> [BTree.Split] {
         if isLeaf {
             var roomReserved = range.count < 2   // a single key grows the storage as it goes (`makeRoom`)
-            for j in range {
-                let key = batch.keys[j]
-                let (index, found) = search(key)
+            var j = range.lowerBound
+            while j < range.upperBound {
+                let (index, found) = search(batch.keys[j])
                 if found {
                     replaced(j, values[index])
                     values[index] = batch.values[j]
+                    j += 1
                     continue
+                }
+                // The new keys from j on that sort before key `index` (every one, past the last key) fall in one
+                // gap: they go in as one block, one move of the keys after them rather than one per key.
+                var end = j + 1
+                if index == keyCount {
+                    end = range.upperBound
+                } else {
+                    while end < range.upperBound && compareKey(at: index, with: batch.keys[end]) > 0 { end += 1 }
                 }
                 if !roomReserved {
                     // Room for the rest of the run at once, from its first new key (replacing grows nothing).
@@ -57,10 +66,11 @@ extension BTree.Node {
                     for r in j ..< range.upperBound { bytes &+= batch.keys[r].count }
                     makeRoom(forKeys: range.upperBound - j, bytes: bytes)
                 }
-                insertKey(key, at: index)
-                insertValue(batch.values[j], at: index)
-                load += BTreeLayout.entryCost(keyLength: key.count)
-                added += 1
+                insertKeys(batch.keys, j ..< end, at: index)
+                insertValues(batch.values[j ..< end], at: index)
+                for r in j ..< end { load += BTreeLayout.entryCost(keyLength: batch.keys[r].count) }
+                added += end - j
+                j = end
             }
             if load > BTreeLayout.leafCapacity { return splitLeafMany() }
             // Keys of the run that were already here leave the room reserved for them unused.

@@ -25,6 +25,47 @@ extension BTree.Node {
         }
     }
 
+    /// Inserts keys `block` of `keys`, which must all sort between keys `i - 1` and `i`, so that they become keys
+    /// `i ..< i + block.count`. O(node key bytes + keyCount + block bytes): the keys after them move once, not once
+    /// per key; O(node size) when a key of the block lacks the node's shared prefix and the heads are rebuilt.
+    func insertKeys(_ keys: PackedKeys.View, _ block: Range<Int>, at i: Int) {
+        guard block.count > 1 else {
+            if let only = block.first { insertKey(keys[only], at: i) }
+            return
+        }
+        // The keys are sorted: when the first and the last have the node's prefix, every key between has it.
+        let hasPrefix = prefixOrder(of: keys[block.lowerBound]) == 0 && prefixOrder(of: keys[block.upperBound &- 1]) == 0
+        let start = keyStart(i)
+        let from = block.lowerBound == 0 ? 0 : keys.ends[block.lowerBound &- 1]
+        let length = keys.ends[block.upperBound &- 1] &- from
+        Self.makeRoom(in: &keyBytes, for: keyBytes.count &+ length)
+        Self.makeRoom(in: &keyEnds, for: keyEnds.count &+ block.count)
+        keyBytes.insert(contentsOf: UnsafeRawBufferPointer(rebasing: keys.bytes[from ..< from &+ length]), at: start)
+        let shift = start &- from
+        keyEnds.insert(contentsOf: block.lazy.map { UInt32(truncatingIfNeeded: keys.ends[$0] &+ shift) }, at: i)
+        if length != 0 {
+            let delta = UInt32(truncatingIfNeeded: length)
+            keyEnds.withUnsafeMutableBufferPointer { ends in
+                for j in (i &+ block.count) ..< ends.count { ends[j] &+= delta }
+            }
+        }
+        if hasPrefix {
+            Self.makeRoom(in: &keyHeads, for: keyHeads.count &+ block.count)
+            let prefix = prefixLength
+            keyHeads.insert(contentsOf: block.lazy.map { BTreeLayout.head(of: keys[$0], from: prefix) }, at: i)
+        } else {
+            rebuildHeads()
+        }
+    }
+
+    /// Inserts `newValues` as leaf values `i ..< i + newValues.count`, growing the storage as `makeRoom` does.
+    /// O(keyCount + newValues.count).
+    @inline(__always)
+    func insertValues(_ newValues: ArraySlice<Value>, at i: Int) {
+        Self.makeRoom(in: &values, for: values.count &+ newValues.count)
+        values.insert(contentsOf: newValues, at: i)
+    }
+
     /// Inserts `value` as leaf value `i`, growing the storage as `makeRoom` does. O(keyCount).
     @inline(__always)
     func insertValue(_ value: Value, at i: Int) {
