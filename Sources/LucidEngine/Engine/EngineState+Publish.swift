@@ -130,9 +130,8 @@ extension EngineState {
 /// per index (`term ‖ primary key`, with the term's length as value, as `KeyspaceState` stores them).
 ///
 /// The keyspace's keys come sorted and distinct, and entries are gathered in that order, so a stable sort of
-/// each index's entries by term alone orders them by (term, key): which is the order of `term ‖ key`, because
-/// every committed term is a self-delimiting ``IndexValue`` encoding. The sort compares the terms' first 16
-/// bytes as two integers held in the sorted elements, and reads term bytes only to break a tie of those.
+/// each index's entries by term alone (``TermOrder``) orders them by (term, key): which is the order of
+/// `term ‖ key`, because every committed term is a self-delimiting ``IndexValue`` encoding.
 private struct IndexEntryRuns {
     /// Index names in order of first appearance; a group rarely touches more than a few, so a linear search
     /// beats hashing each term's index name.
@@ -150,15 +149,6 @@ private struct IndexEntryRuns {
     private struct Run {
         var terms = PackedKeys()
         var keys: [Int] = []
-    }
-
-    /// An entry's sort key: the first 16 bytes of its term as two big-endian integers, its term's length, and
-    /// its position (the key order, which breaks ties between equal terms).
-    private struct SortItem {
-        var head: UInt64
-        var next: UInt64
-        var length: Int
-        var entry: Int
     }
 
     /// Adds term `term` of index `index` (its name's UTF-8 bytes) for key `j` of the keyspace's sorted run.
@@ -188,7 +178,7 @@ private struct IndexEntryRuns {
         termLengths.reserveCapacity(run.keys.count)
         run.terms.withView { terms in
             var previous = -1
-            for e in Self.termOrder(terms) {
+            for e in TermOrder.order(terms) {
                 if previous >= 0 && run.keys[previous] == run.keys[e]
                     && BTreeLayout.compare(terms[previous], terms[e]) == 0 { continue }   // a repeated term
                 entries.append(terms[e], keys[run.keys[e]])
@@ -197,24 +187,5 @@ private struct IndexEntryRuns {
             }
         }
         tree.updateValues(entries, termLengths) { _, _ in }
-    }
-
-    /// The entries' positions, stably sorted by term.
-    private static func termOrder(_ terms: PackedKeys.View) -> [Int] {
-        var items = (0 ..< terms.count).map { e in
-            let term = terms[e]
-            return SortItem(head: BTreeLayout.head(of: term), next: term.count > 8 ? BTreeLayout.head(of: term, from: 8) : 0,
-                            length: term.count, entry: e)
-        }
-        items.sort { a, b in
-            if a.head != b.head { return a.head < b.head }
-            if a.next != b.next { return a.next < b.next }
-            if a.length > 16 || b.length > 16 || a.length != b.length {
-                let order = BTreeLayout.compare(terms[a.entry], terms[b.entry])
-                if order != 0 { return order < 0 }
-            }
-            return a.entry < b.entry
-        }
-        return items.map(\.entry)
     }
 }
