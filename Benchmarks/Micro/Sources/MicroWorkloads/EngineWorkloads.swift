@@ -33,6 +33,16 @@ private func value(_ i: Int) -> [UInt8] {
     return v
 }
 
+private let genres = ["mystery", "fantasy", "romance", "thriller", "history", "poetry", "science fiction",
+                      "biography", "horror", "travel", "cooking", "philosophy"]
+
+/// Record `i`'s index terms in the workloads that carry them: a genre and a rating, drawn from `i`'s hash.
+private func indexTerms(_ i: Int) -> [IndexTerm] {
+    let h = UInt64(truncatingIfNeeded: i) &* scatter
+    return [IndexTerm(index: "genre", value: .string(genres[Int(h >> 59) % genres.count])),
+            IndexTerm(index: "rating", value: .int(Int64((h >> 20) % 100)))]
+}
+
 /// An engine under a fresh temporary directory preloaded with `records` records (in batches of 1000), and where
 /// the next operation continues: the next new key to insert, the next scan's start key.
 private final class EngineRunner: SynchronousMicroRunner, @unchecked Sendable {
@@ -123,14 +133,19 @@ private final class TreeRunner: SynchronousMicroRunner, @unchecked Sendable {
 extension MicroWorkload {
     /// LucidEngine's workloads (target `LucidEngineMicro`).
     public static let engine: [MicroWorkload] = {
-        // B-tree insert: a batch of `perCommit` new keys (appended after the preloaded ones).
-        func commits(_ name: String, perCommit: Int, operations: Int, mallocSlack: Int?) -> MicroWorkload {
+        // B-tree insert: a batch of `perCommit` new keys (appended after the preloaded ones); with `terms`, each
+        // record also carries a genre (one of 12 strings) and a rating (one of 100 integers), so the commit also
+        // fills two secondary indexes.
+        func commits(_ name: String, perCommit: Int, operations: Int, mallocSlack: Int?,
+                     terms: Bool = false) -> MicroWorkload {
             .synchronous(name, operationsPerIteration: operations, mallocSlack: mallocSlack,
                           countedOperations: perCommit == 1 ? 2_000 : 20) {
                 try EngineRunner { runner, operations in
                     for _ in 0..<operations {
                         var batch = WriteBatch()
-                        for i in runner.next..<(runner.next + perCommit) { batch.put(value(i), forKey: key(i), in: keyspace) }
+                        for i in runner.next..<(runner.next + perCommit) {
+                            batch.put(value(i), forKey: key(i), in: keyspace, indexTerms: terms ? indexTerms(i) : [])
+                        }
                         runner.next += perCommit
                         try runner.engine.commitAndWait(batch)
                     }
@@ -139,6 +154,7 @@ extension MicroWorkload {
         }
         return [
             commits("commit-batch-1000", perCommit: 1000, operations: 1, mallocSlack: 100),
+            commits("commit-batch-1000-terms", perCommit: 1000, operations: 1, mallocSlack: 100, terms: true),
             commits("put-single", perCommit: 1, operations: 1000, mallocSlack: nil),
             // B-tree lookup: a present key drawn from a fixed-seed generator, pages warm in the cache.
             .synchronous("get-random-warm", operationsPerIteration: 1000) {
