@@ -106,6 +106,54 @@ struct BTreeBulkInsertionTests {
         }
     }
 
+    @Test("runs of new keys in the gaps of leaves, before the first key and past the last, go in as blocks")
+    func gapBlocks() {
+        let family = Array("idx/genre/".utf8)   // every leaf's keys share this prefix, and more
+        func key(_ n: Int, _ prefix: [UInt8] = family) -> [UInt8] {
+            prefix + (0 ..< 4).map { UInt8(truncatingIfNeeded: n >> (24 - 8 * $0)) }
+        }
+        var tree = BTree<Int>()
+        var model: [[UInt8]: Int] = [:]
+        var rng = SplitMix64(seed: 31)
+        func apply(_ batch: [[UInt8]: Int]) {
+            let sorted = batch.keys.sorted { $0.lexicographicallyPrecedes($1) }
+            var keys = PackedKeys()
+            for key in sorted { key.withUnsafeBytes { keys.append($0) } }
+            var replaced: [Int: Int] = [:]
+            tree.updateValues(keys, sorted.map { batch[$0]! }) { i, old in replaced[i] = old }
+            var expectedReplaced: [Int: Int] = [:]
+            for (i, key) in sorted.enumerated() {
+                if let old = model.updateValue(batch[key]!, forKey: key) { expectedReplaced[i] = old }
+            }
+            #expect(replaced == expectedReplaced)
+            tree.checkInvariants()
+            var entries: [([UInt8], Int)] = []
+            tree.forEach(from: nil, to: nil, reverse: false) { entries.append((Array($0), $1)); return true }
+            let expected = model.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+            #expect(entries.map(\.0) == expected.map(\.key))
+            #expect(entries.map(\.1) == expected.map(\.value))
+        }
+        // Every hundredth number, then runs of 1 to 40 new numbers in gaps, some with an existing key among them
+        // (replaced, splitting the run into two blocks), some gaps left alone.
+        apply(Dictionary(uniqueKeysWithValues: stride(from: 0, to: 60_000, by: 100).map { (key($0), $0) }))
+        for round in 1 ... 3 {
+            var batch: [[UInt8]: Int] = [:]
+            for gap in stride(from: 0, to: 60_000, by: 100) where Int.random(in: 0 ..< 3, using: &rng) != 0 {
+                let count = Int.random(in: 1 ... 40, using: &rng)
+                let first = gap + Int.random(in: 1 ... 99 - min(count, 98), using: &rng)
+                for n in first ..< min(first + count, gap + 100) { batch[key(n)] = round * 1_000_000 + n }
+                if Int.random(in: 0 ..< 4, using: &rng) == 0 { batch[key(gap)] = round * 1_000_000 + gap }
+            }
+            apply(batch)
+        }
+        // Blocks that lack the leaves' prefix: before the first key, and past the last (both ends of the tree).
+        apply(Dictionary(uniqueKeysWithValues: (0 ..< 50).map { (key($0, Array("idx/a".utf8)), -$0) }))
+        apply(Dictionary(uniqueKeysWithValues: (0 ..< 70).map { (key($0, Array("j".utf8)), $0) }
+            + (0 ..< 5).map { (key(300_000 + $0), $0) }))
+        apply([key(7, []): 7])
+        #expect(tree.count == model.count)
+    }
+
     @Test("values(forSortedKeys:) finds what value(forKey:) finds, for sorted keys with repeats and gaps")
     func sortedLookup() {
         var rng = SplitMix64(seed: 21)
