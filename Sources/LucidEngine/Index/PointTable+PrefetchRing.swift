@@ -1,15 +1,18 @@
-/// Changing many scattered slots of ``PointTable``s at once: a growth's copy, the build after open and a commit
-/// group's updates (``PointIndex``) all go through a ``PrefetchRing``.
+/// Changing many scattered slots of ``PointTable``s at once: the build after open and a commit group's updates
+/// (``PointIndex``) go through a ``PrefetchRing``; a growth's copy writes in order and needs none.
 extension PointTable {
     /// A copy of this table sized for `keys` keys (at ``grownLoad``), holding the same entries. O(capacity). The
     /// table is only read, so readers may go on using it meanwhile.
+    ///
+    /// The copy keeps the seed. A key's home is its hash scaled to the capacity, so homes keep their order from one
+    /// capacity to the next, and the slots read in order are written nearly in order: one streaming pass over both
+    /// tables, not a scattered write per key (with a new seed, the growth of a table of a million keys waited for
+    /// memory once per key). Linear probing fills the same slots whatever the order of insertion, so the copy's
+    /// probes are as short as a fresh table's.
     func grown(toHold keys: Int) -> PointTable {
-        let table = PointTable(reserving: max(keys, count))
-        PrefetchRing<Slot>.with { ring in
-            for i in 0..<capacity where !slots[i].isEmpty {
-                ring.add(slots[i], home: table.home(Key(slot: slots[i])), in: table) { table.insertNew($0, from: $1) }
-            }
-            ring.drain { table.insertNew($0, from: $1) }
+        let table = PointTable(reserving: max(keys, count), seed: seed)
+        for i in 0..<capacity where !slots[i].isEmpty {
+            table.insertNew(slots[i], from: table.home(Key(slot: slots[i])))
         }
         return table
     }

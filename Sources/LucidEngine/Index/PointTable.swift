@@ -127,12 +127,16 @@ final class PointTable: @unchecked Sendable {
     let slots: UnsafeMutablePointer<Slot>
     /// Whether `slots` is a mapping of its own (else a `calloc` block).
     let isMapped: Bool
-    /// Mixed into every hash, chosen at random per table: keys cannot be picked to collide.
-    private let seed: UInt64
+    /// Mixed into every hash, chosen at random for a new table (and kept by its growths, ``grown(toHold:)``): keys
+    /// cannot be picked to collide.
+    let seed: UInt64
 
     /// An empty table with room for `keys` keys before it grows. O(capacity).
-    init(reserving keys: Int = 0) {
-        seed = UInt64.random(in: 1 ... .max)
+    convenience init(reserving keys: Int = 0) { self.init(reserving: keys, seed: UInt64.random(in: 1 ... .max)) }
+
+    /// An empty table with room for `keys` keys before it grows, hashing with `seed`. O(capacity).
+    init(reserving keys: Int, seed: UInt64) {
+        self.seed = seed
         capacity = Self.capacity(toHold: keys)
         (slots, isMapped) = Self.allocateSlots(capacity)
     }
