@@ -55,8 +55,12 @@ enum TermOrder {
         }
     }
 
+    /// The longest probe the grouping's hash table accepts before it gives up.
+    static let maximumProbes = 64
+
     /// The order through grouping equal terms, or nil when more than a quarter of the terms are distinct (the
-    /// comparison sort is then as fast). O(n + d log d) for d distinct terms.
+    /// comparison sort is then as fast) or a probe of the table grows longer than ``maximumProbes`` (terms built to
+    /// collide). O(n + d log d) for d distinct terms, O(n) probes of at most ``maximumProbes`` slots.
     static func grouped(_ terms: PackedKeys.View) -> [Int]? {
         let n = terms.count
         let limit = Swift.max(n / 4, 1)
@@ -72,7 +76,12 @@ enum TermOrder {
                 let term = terms[e]
                 let summary = Summary(term)
                 var slot = Int(truncatingIfNeeded: summary.hash(term)) & mask
+                var probes = 0
                 while true {
+                    // The table is at most a quarter full, so a probe this long means terms chosen to collide:
+                    // the comparison sort orders them in O(n log n) rather than grouping them in O(n × d).
+                    probes &+= 1
+                    guard probes <= Self.maximumProbes else { return false }
                     let g = Int(table[slot])
                     if g < 0 {
                         guard groups.count < limit else { return false }

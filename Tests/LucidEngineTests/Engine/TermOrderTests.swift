@@ -83,6 +83,30 @@ struct TermOrderTests {
         #expect(keys.withView { TermOrder.order($0) } == reference(terms + terms.reversed()))
     }
 
+    @Test("terms built to share one slot of the grouping's table: it gives up, the sort orders them")
+    func collidingTerms() {
+        // 100 distinct integer terms whose hashes fall in one slot of the 512-slot table of a 400-entry run.
+        let slots = 512
+        var colliding: [[UInt8]] = []
+        var v: Int64 = 0
+        var target: UInt64?
+        while colliding.count < 100 {
+            let term = IndexValue.int(v).encoded
+            v += 1
+            let slot = term.withUnsafeBytes { TermOrder.Summary($0).hash($0) } & UInt64(slots - 1)
+            if target == nil { target = slot }
+            if slot == target { colliding.append(term) }
+        }
+        let terms = colliding + colliding + colliding.reversed() + colliding
+        let keys = packed(terms)
+        #expect(keys.withView { TermOrder.grouped($0) } == nil, "a probe past \(TermOrder.maximumProbes) slots gives up")
+        #expect(keys.withView { TermOrder.order($0) } == reference(terms))
+        // Without the collisions the same number of distinct terms groups.
+        let plain = (0 ..< 100).map { IndexValue.int(Int64($0) * 7_919).encoded }
+        let plainTerms = plain + plain + plain.reversed() + plain
+        #expect(packed(plainTerms).withView { TermOrder.grouped($0) } == reference(plainTerms))
+    }
+
     @Test("empty and single runs")
     func small() {
         #expect(PackedKeys().withView { TermOrder.order($0) } == [])
