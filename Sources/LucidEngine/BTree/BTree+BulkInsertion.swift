@@ -66,13 +66,8 @@ extension BTree.Node {
                     for r in j ..< range.upperBound { bytes &+= batch.keys[r].count }
                     makeRoom(forKeys: range.upperBound - j, bytes: bytes)
                 }
-                if end - j == 1 {   // scattered keys: most blocks hold one key
-                    insertKey(batch.keys[j], at: index)
-                    insertValue(batch.values[j], at: index)
-                } else {
-                    insertKeys(batch.keys, j ..< end, at: index)
-                    insertValues(batch.values[j ..< end], at: index)
-                }
+                insertKeys(batch.keys, j ..< end, at: index)
+                insertValues(batch.values, j ..< end, at: index)
                 for r in j ..< end { load += BTreeLayout.entryCost(keyLength: batch.keys[r].count) }
                 added += end - j
                 j = end

@@ -27,7 +27,8 @@ extension BTree.Node {
 
     /// Inserts keys `block` of `keys`, which must all sort between keys `i - 1` and `i`, so that they become keys
     /// `i ..< i + block.count`. O(node key bytes + keyCount + block bytes): the keys after them move once, not once
-    /// per key; O(node size) when a key of the block lacks the node's shared prefix and the heads are rebuilt.
+    /// per key; O(node size) when a key of the block lacks the node's shared prefix and the heads are rebuilt. A
+    /// block of one key (scattered keys: the usual block) takes `insertKey`.
     func insertKeys(_ keys: PackedKeys.View, _ block: Range<Int>, at i: Int) {
         guard block.count > 1 else {
             if let only = block.first { insertKey(keys[only], at: i) }
@@ -58,12 +59,16 @@ extension BTree.Node {
         }
     }
 
-    /// Inserts `newValues` as leaf values `i ..< i + newValues.count`, growing the storage as `makeRoom` does.
-    /// O(keyCount + newValues.count).
+    /// Inserts values `block` of `source` as leaf values `i ..< i + block.count`, growing the storage as `makeRoom`
+    /// does; a block of one value takes `insertValue` (no slice, no generic insertion). O(keyCount + block.count).
     @inline(__always)
-    func insertValues(_ newValues: ArraySlice<Value>, at i: Int) {
-        Self.makeRoom(in: &values, for: values.count &+ newValues.count)
-        values.insert(contentsOf: newValues, at: i)
+    func insertValues(_ source: [Value], _ block: Range<Int>, at i: Int) {
+        guard block.count > 1 else {
+            if let only = block.first { insertValue(source[only], at: i) }
+            return
+        }
+        Self.makeRoom(in: &values, for: values.count &+ block.count)
+        values.insert(contentsOf: source[block], at: i)
     }
 
     /// Inserts `value` as leaf value `i`, growing the storage as `makeRoom` does. O(keyCount).

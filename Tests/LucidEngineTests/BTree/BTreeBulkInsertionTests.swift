@@ -16,6 +16,34 @@ struct BTreeBulkInsertionTests {
         return key
     }
 
+    /// Every entry of `tree`, in key order.
+    private static func entries(_ tree: BTree<Int>) -> [([UInt8], Int)] {
+        var result: [([UInt8], Int)] = []
+        tree.forEach(from: nil, to: nil, reverse: false) { result.append((Array($0), $1)); return true }
+        return result
+    }
+
+    /// Puts `batch` into `tree` in one `updateValues` and into `model` one key at a time, then checks that both
+    /// replaced the same values and hold the same entries, and the tree's invariants.
+    private static func apply(_ batch: [[UInt8]: Int], to tree: inout BTree<Int>, model: inout [[UInt8]: Int]) {
+        let sorted = batch.keys.sorted { $0.lexicographicallyPrecedes($1) }
+        var keys = PackedKeys()
+        for key in sorted { key.withUnsafeBytes { keys.append($0) } }
+        var replacedByBulk: [Int: Int] = [:]
+        tree.updateValues(keys, sorted.map { batch[$0]! }) { i, old in replacedByBulk[i] = old }
+        var expectedReplaced: [Int: Int] = [:]
+        for (i, key) in sorted.enumerated() {
+            if let old = model.updateValue(batch[key]!, forKey: key) { expectedReplaced[i] = old }
+        }
+        #expect(replacedByBulk == expectedReplaced)
+        tree.checkInvariants()
+        #expect(tree.count == model.count)
+        let expected = model.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let actual = entries(tree)
+        #expect(actual.map(\.0) == expected.map(\.key))
+        #expect(actual.map(\.1) == expected.map(\.value))
+    }
+
     @Test("batches of sorted keys give the same tree contents as one update per key", .heavy,
           arguments: [(1, 1), (2, 7), (3, 60), (4, 1000), (5, 5000)] as [(UInt64, Int)])
     func matchesOneByOne(seed: UInt64, batchSize: Int) {
@@ -67,40 +95,20 @@ struct BTreeBulkInsertionTests {
         var tree = BTree<Int>()
         var model: [[UInt8]: Int] = [:]
         var snapshots: [(tree: BTree<Int>, entries: [([UInt8], Int)])] = []
-        func entries(_ tree: BTree<Int>) -> [([UInt8], Int)] {
-            var result: [([UInt8], Int)] = []
-            tree.forEach(from: nil, to: nil, reverse: false) { result.append((Array($0), $1)); return true }
-            return result
-        }
         for round in 0 ..< 40 {
             // Half the rounds share every node with a snapshot; a quarter of the keys already exist.
-            if round % 2 == 0 { snapshots.append((tree, entries(tree))) }
+            if round % 2 == 0 { snapshots.append((tree, Self.entries(tree))) }
             var batch: [[UInt8]: Int] = [:]
             for n in 0 ..< batchSize {
                 let key = !model.isEmpty && Int.random(in: 0 ..< 4, using: &rng) == 0
                     ? model.keys.randomElement(using: &rng)! : randomKey(&rng, sequential: nil)
                 batch[key] = round * 100_000 + n
             }
-            let sorted = batch.keys.sorted { $0.lexicographicallyPrecedes($1) }
-            var keys = PackedKeys()
-            for key in sorted { key.withUnsafeBytes { keys.append($0) } }
-            var replacedByBulk: [Int: Int] = [:]
-            tree.updateValues(keys, sorted.map { batch[$0]! }) { i, old in replacedByBulk[i] = old }
-            var expectedReplaced: [Int: Int] = [:]
-            for (i, key) in sorted.enumerated() {
-                if let old = model.updateValue(batch[key]!, forKey: key) { expectedReplaced[i] = old }
-            }
-            #expect(replacedByBulk == expectedReplaced)
-            tree.checkInvariants()
-            #expect(tree.count == model.count)
-            let expected = model.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-            let actual = entries(tree)
-            #expect(actual.map(\.0) == expected.map(\.key))
-            #expect(actual.map(\.1) == expected.map(\.value))
+            Self.apply(batch, to: &tree, model: &model)
         }
         for snapshot in snapshots {
             snapshot.tree.checkInvariants()
-            let actual = entries(snapshot.tree)
+            let actual = Self.entries(snapshot.tree)
             #expect(actual.map(\.0) == snapshot.entries.map(\.0))
             #expect(actual.map(\.1) == snapshot.entries.map(\.1))
         }
@@ -115,24 +123,7 @@ struct BTreeBulkInsertionTests {
         var tree = BTree<Int>()
         var model: [[UInt8]: Int] = [:]
         var rng = SplitMix64(seed: 31)
-        func apply(_ batch: [[UInt8]: Int]) {
-            let sorted = batch.keys.sorted { $0.lexicographicallyPrecedes($1) }
-            var keys = PackedKeys()
-            for key in sorted { key.withUnsafeBytes { keys.append($0) } }
-            var replaced: [Int: Int] = [:]
-            tree.updateValues(keys, sorted.map { batch[$0]! }) { i, old in replaced[i] = old }
-            var expectedReplaced: [Int: Int] = [:]
-            for (i, key) in sorted.enumerated() {
-                if let old = model.updateValue(batch[key]!, forKey: key) { expectedReplaced[i] = old }
-            }
-            #expect(replaced == expectedReplaced)
-            tree.checkInvariants()
-            var entries: [([UInt8], Int)] = []
-            tree.forEach(from: nil, to: nil, reverse: false) { entries.append((Array($0), $1)); return true }
-            let expected = model.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-            #expect(entries.map(\.0) == expected.map(\.key))
-            #expect(entries.map(\.1) == expected.map(\.value))
-        }
+        func apply(_ batch: [[UInt8]: Int]) { Self.apply(batch, to: &tree, model: &model) }
         // Every hundredth number, then runs of 1 to 40 new numbers in gaps, some with an existing key among them
         // (replaced, splitting the run into two blocks), some gaps left alone.
         apply(Dictionary(uniqueKeysWithValues: stride(from: 0, to: 60_000, by: 100).map { (key($0), $0) }))
